@@ -1,0 +1,510 @@
+//! The standalone context: loads Vulkan, chooses a device, creates a compute queue and a memory
+//! allocator, and optionally the Khronos validation layer with synchronization validation.
+
+use std::ffi::{c_void, CStr};
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+
+use crate::error::{Error, Result};
+use crate::sorter::{Sorter, SorterDesc};
+
+/// Environment variable choosing the device: an index from `bitonic-vk devices`, or a part of a
+/// device's name.
+pub const DEVICE_ENV: &str = "BITONIC_VK_DEVICE";
+/// Environment variable that turns on validation when set to `1` (or `true`).
+pub const VALIDATION_ENV: &str = "BITONIC_VK_VALIDATION";
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+const API_VERSION: u32 = vk::API_VERSION_1_1;
+
+/// Which device to use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// The device at this index in `bitonic-vk devices`.
+    Index(usize),
+    /// The first device whose name contains this text (case-insensitive).
+    Name(String),
+}
+
+impl FromStr for DeviceSelector {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim().parse() {
+            Ok(index) => DeviceSelector::Index(index),
+            Err(_) => DeviceSelector::Name(s.trim().to_owned()),
+        })
+    }
+}
+
+impl fmt::Display for DeviceSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSelector::Index(i) => write!(f, "{i}"),
+            DeviceSelector::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// How to create a [`Context`].
+#[derive(Clone, Debug, Default)]
+pub struct ContextDesc {
+    /// The device to use; `None` reads [`DEVICE_ENV`], and without it prefers a discrete GPU, then
+    /// an integrated one, then a virtual one, then a CPU implementation.
+    pub device: Option<DeviceSelector>,
+    /// Turns the Khronos validation layer (with synchronization validation) on or off; `None`
+    /// reads [`VALIDATION_ENV`].
+    pub validation: Option<bool>,
+}
+
+impl ContextDesc {
+    fn validation(&self) -> bool {
+        self.validation.unwrap_or_else(|| {
+            std::env::var(VALIDATION_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
+        })
+    }
+
+    fn selector(&self) -> Option<(DeviceSelector, &'static str)> {
+        match &self.device {
+            Some(s) => Some((s.clone(), "the device option")),
+            None => std::env::var(DEVICE_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (v.parse().unwrap_or(DeviceSelector::Name(v)), DEVICE_ENV)),
+        }
+    }
+}
+
+/// The kind of a device, as Vulkan reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceType {
+    /// A GPU on its own board.
+    DiscreteGpu,
+    /// A GPU sharing the host's memory.
+    IntegratedGpu,
+    /// A GPU in a virtual machine.
+    VirtualGpu,
+    /// Vulkan implemented on the CPU (lavapipe, SwiftShader).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceType {
+    fn from_vk(t: vk::PhysicalDeviceType) -> DeviceType {
+        match t {
+            vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
+            vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
+            _ => DeviceType::Other,
+        }
+    }
+
+    /// Rank in the default choice: lower is preferred.
+    fn rank(self) -> u8 {
+        self as u8
+    }
+}
+
+impl fmt::Display for DeviceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeviceType::DiscreteGpu => "discrete GPU",
+            DeviceType::IntegratedGpu => "integrated GPU",
+            DeviceType::VirtualGpu => "virtual GPU",
+            DeviceType::Cpu => "CPU",
+            DeviceType::Other => "other",
+        })
+    }
+}
+
+/// The limits of a device that matter to the sort.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceLimits {
+    /// maxComputeSharedMemorySize, bytes: sizes the tile.
+    pub max_compute_shared_memory_size: u32,
+    /// maxComputeWorkGroupCount[0]: the most workgroups in one dispatch.
+    pub max_compute_work_group_count_x: u32,
+    /// maxComputeWorkGroupInvocations.
+    pub max_compute_work_group_invocations: u32,
+    /// maxComputeWorkGroupSize[0].
+    pub max_compute_work_group_size_x: u32,
+    /// maxStorageBufferRange, bytes: the largest keys or values buffer.
+    pub max_storage_buffer_range: u32,
+    /// maxMemoryAllocationSize, bytes.
+    pub max_memory_allocation_size: u64,
+    /// The subgroup size.
+    pub subgroup_size: u32,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period: f32,
+    /// Valid bits of timestamps on the compute queue family; 0 = no timestamps.
+    pub timestamp_valid_bits: u32,
+}
+
+/// A Vulkan device as the loader reports it.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Index in enumeration order (what [`DeviceSelector::Index`] takes).
+    pub index: usize,
+    /// The device's name.
+    pub name: String,
+    /// Its kind.
+    pub device_type: DeviceType,
+    /// Vulkan version it supports, `major.minor.patch`.
+    pub api_version: String,
+    /// The driver's name and version where the device reports them.
+    pub driver: String,
+    /// The first queue family with compute (preferring one with timestamps), if any.
+    pub compute_queue_family: Option<u32>,
+    /// Its limits.
+    pub limits: DeviceLimits,
+    raw_api_version: u32,
+}
+
+impl DeviceInfo {
+    /// Whether the sort can run on it: a compute queue and Vulkan 1.1.
+    pub fn usable(&self) -> bool {
+        self.compute_queue_family.is_some() && self.raw_api_version >= API_VERSION
+    }
+}
+
+/// Every device the loader reports, and the one [`Context::new`] would choose.
+#[derive(Clone, Debug)]
+pub struct DeviceList {
+    /// All devices, in enumeration order.
+    pub devices: Vec<DeviceInfo>,
+    /// Index of the chosen one.
+    pub chosen: usize,
+}
+
+/// Lists every device and the one the description chooses, without creating a device.
+pub fn list_devices(desc: &ContextDesc) -> Result<DeviceList> {
+    let instance = InstanceGuard::new(false)?;
+    let devices = instance.devices()?;
+    let chosen = choose(&devices, desc)?;
+    Ok(DeviceList { devices: devices.into_iter().map(|(_, info)| info).collect(), chosen })
+}
+
+/// Messages of the validation layer.
+#[derive(Default)]
+struct ValidationLog {
+    errors: Mutex<Vec<String>>,
+}
+
+/// The debug messenger's callback: prints warnings and errors, and keeps the errors.
+unsafe extern "system" fn on_validation_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes valid callback data for the duration of the call; its message is
+    // a NUL-terminated string when non-null.
+    let message = unsafe { data.as_ref() }
+        .filter(|d| !d.p_message.is_null())
+        // SAFETY: checked non-null just above; the layer keeps it alive for the call.
+        .map(|d| unsafe { CStr::from_ptr(d.p_message) }.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    eprintln!("[validation {severity:?}] {message}");
+    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+        // SAFETY: `user` is the address of the ValidationLog boxed in InstanceGuard, which
+        // outlives the messenger (the messenger is destroyed first).
+        let log = unsafe { &*(user as *const ValidationLog) };
+        if let Ok(mut errors) = log.errors.lock() {
+            errors.push(message);
+        }
+    }
+    vk::FALSE
+}
+
+struct Messenger {
+    loader: ash::ext::debug_utils::Instance,
+    raw: vk::DebugUtilsMessengerEXT,
+    log: Box<ValidationLog>,
+}
+
+/// An instance, and its debug messenger when validating; destroys both.
+struct InstanceGuard {
+    _entry: ash::Entry,
+    raw: ash::Instance,
+    messenger: Option<Messenger>,
+}
+
+impl InstanceGuard {
+    fn new(validation: bool) -> Result<InstanceGuard> {
+        // SAFETY: loading the system's Vulkan loader runs its initialisers; the library stays
+        // loaded as long as the Entry (kept in the guard, dropped after the instance).
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::LoaderMissing(e.to_string()))?;
+        if validation {
+            // SAFETY: plain query of the loader.
+            let layers = unsafe { entry.enumerate_instance_layer_properties() }
+                .map_err(Error::vk("vkEnumerateInstanceLayerProperties"))?;
+            if !layers.iter().any(|l| l.layer_name_as_c_str().is_ok_and(|n| n == VALIDATION_LAYER)) {
+                return Err(Error::ValidationLayerMissing);
+            }
+        }
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"bitonic-vk")
+            .engine_name(c"bitonic-vk")
+            .api_version(API_VERSION);
+        let layers = [VALIDATION_LAYER.as_ptr()];
+        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
+        let log = Box::new(ValidationLog::default());
+        let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
+            .message_type(
+                vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                    | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                    | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+            )
+            .pfn_user_callback(Some(on_validation_message))
+            .user_data(&*log as *const ValidationLog as *mut c_void);
+        let mut info = vk::InstanceCreateInfo::default().application_info(&app);
+        if validation {
+            info = info
+                .enabled_layer_names(&layers)
+                .enabled_extension_names(&extensions)
+                .push_next(&mut features)
+                .push_next(&mut messenger_info);
+        }
+        // SAFETY: every pointer in `info` refers to locals that outlive the call; the layer and
+        // extension were checked above (debug_utils ships with the validation layer).
+        let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoDevice,
+            e => Error::vk("vkCreateInstance")(e),
+        })?;
+        let mut guard = InstanceGuard { _entry: entry, raw, messenger: None };
+        if validation {
+            let loader = ash::ext::debug_utils::Instance::new(&guard._entry, &guard.raw);
+            // SAFETY: the instance was created with VK_EXT_debug_utils; the callback's user data is
+            // the boxed log, moved into the guard with the messenger and freed after it.
+            let raw = unsafe { loader.create_debug_utils_messenger(&messenger_info, None) }
+                .map_err(Error::vk("vkCreateDebugUtilsMessengerEXT"))?;
+            guard.messenger = Some(Messenger { loader, raw, log });
+        }
+        Ok(guard)
+    }
+
+    fn devices(&self) -> Result<Vec<(vk::PhysicalDevice, DeviceInfo)>> {
+        // SAFETY: the instance is live.
+        let physical = unsafe { self.raw.enumerate_physical_devices() }.map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
+        Ok(physical.into_iter().enumerate().map(|(index, pd)| (pd, self.describe(index, pd))).collect())
+    }
+
+    fn describe(&self, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
+        // SAFETY: `pd` was enumerated from this live instance.
+        let props = unsafe { self.raw.get_physical_device_properties(pd) };
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
+        if props.api_version >= vk::API_VERSION_1_1 {
+            let mut props2 = vk::PhysicalDeviceProperties2::default()
+                .push_next(&mut subgroup)
+                .push_next(&mut maintenance3);
+            if props.api_version >= vk::API_VERSION_1_2 {
+                props2 = props2.push_next(&mut driver);
+            }
+            // SAFETY: the device supports Vulkan 1.1, where vkGetPhysicalDeviceProperties2 and both
+            // chained structures are core (driver properties: 1.2, chained only then).
+            unsafe { self.raw.get_physical_device_properties2(pd, &mut props2) };
+            subgroup_size = subgroup.subgroup_size;
+            max_alloc = maintenance3.max_memory_allocation_size;
+            if props.api_version >= vk::API_VERSION_1_2 {
+                driver_name = format!(
+                    "{} {}",
+                    driver.driver_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+                    driver.driver_info_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+                );
+            }
+        }
+        // SAFETY: as above.
+        let families = unsafe { self.raw.get_physical_device_queue_family_properties(pd) };
+        let compute: Vec<(u32, u32)> = families
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0)
+            .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
+            .collect();
+        let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
+        let l = &props.limits;
+        let v = props.api_version;
+        DeviceInfo {
+            index,
+            name: props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+            device_type: DeviceType::from_vk(props.device_type),
+            api_version: format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v)),
+            driver: driver_name.trim().to_owned(),
+            compute_queue_family: family.map(|(i, _)| i),
+            limits: DeviceLimits {
+                max_compute_shared_memory_size: l.max_compute_shared_memory_size,
+                max_compute_work_group_count_x: l.max_compute_work_group_count[0],
+                max_compute_work_group_invocations: l.max_compute_work_group_invocations,
+                max_compute_work_group_size_x: l.max_compute_work_group_size[0],
+                max_storage_buffer_range: l.max_storage_buffer_range,
+                max_memory_allocation_size: max_alloc,
+                subgroup_size,
+                timestamp_period: l.timestamp_period,
+                timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
+            },
+            raw_api_version: v,
+        }
+    }
+}
+
+impl Drop for InstanceGuard {
+    fn drop(&mut self) {
+        if let Some(m) = &self.messenger {
+            // SAFETY: created from this instance; destroyed before it, after every device.
+            unsafe { m.loader.destroy_debug_utils_messenger(m.raw, None) };
+        }
+        // SAFETY: every child object (devices, messenger) is destroyed before this guard drops.
+        unsafe { self.raw.destroy_instance(None) };
+        // The validation log drops with the fields, after the instance: the layer may report
+        // messages from vkDestroyInstance through the messenger chained at creation.
+    }
+}
+
+/// Index in `devices` of the device `desc` chooses.
+fn choose(devices: &[(vk::PhysicalDevice, DeviceInfo)], desc: &ContextDesc) -> Result<usize> {
+    let usable: Vec<&DeviceInfo> = devices.iter().map(|(_, d)| d).filter(|d| d.usable()).collect();
+    match desc.selector() {
+        Some((selector, origin)) => {
+            let found = match &selector {
+                DeviceSelector::Index(i) => usable.iter().find(|d| d.index == *i),
+                DeviceSelector::Name(name) => {
+                    let name = name.to_lowercase();
+                    usable.iter().find(|d| d.name.to_lowercase().contains(&name))
+                }
+            };
+            found.map(|d| d.index).ok_or_else(|| Error::NoSuchDevice {
+                selector: selector.to_string(),
+                origin,
+                available: if usable.is_empty() {
+                    "none".to_owned()
+                } else {
+                    usable.iter().map(|d| format!("{}: {}", d.index, d.name)).collect::<Vec<_>>().join(", ")
+                },
+            })
+        }
+        None => usable.iter().min_by_key(|d| (d.device_type.rank(), d.index)).map(|d| d.index).ok_or(Error::NoDevice),
+    }
+}
+
+/// What the context's clones share; destroyed when the last clone (context or sorter) drops.
+pub(crate) struct Shared {
+    pub device: ash::Device,
+    pub info: DeviceInfo,
+    pub queue_family: u32,
+    queue: Mutex<vk::Queue>,
+    allocator: ManuallyDrop<Mutex<Allocator>>,
+    instance: InstanceGuard,
+}
+
+impl Shared {
+    /// The allocator, locked. A poisoned lock only means another thread panicked mid-call; the
+    /// allocator's own state stays consistent, so it is used anyway.
+    pub fn allocator(&self) -> MutexGuard<'_, Allocator> {
+        self.allocator.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The queue, locked for submission (vkQueueSubmit needs external synchronisation).
+    pub fn queue(&self) -> MutexGuard<'_, vk::Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: the allocator is dropped once, here, before the device it allocates from.
+        unsafe { ManuallyDrop::drop(&mut self.allocator) };
+        // SAFETY: every object created from the device (sorters hold a clone of this Arc) is gone.
+        unsafe { self.device.destroy_device(None) };
+        // `instance` drops after this, destroying the messenger and the instance.
+    }
+}
+
+/// A Vulkan instance, device, compute queue and allocator. Cheap to clone: clones share them.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("device", &self.shared.info.name).finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// Loads Vulkan and creates a device as `desc` says.
+    pub fn new(desc: &ContextDesc) -> Result<Context> {
+        let instance = InstanceGuard::new(desc.validation())?;
+        let devices = instance.devices()?;
+        let chosen = choose(&devices, desc)?;
+        let (physical, info) = devices[chosen].clone();
+        let queue_family = info.compute_queue_family.ok_or(Error::NoDevice)?;
+        let priorities = [1.0];
+        let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+        let create = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+        // SAFETY: `physical` belongs to the live instance and the queue family index came from it.
+        let device = unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
+        // SAFETY: queue 0 of this family was requested at device creation.
+        let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.raw.clone(),
+            device: device.clone(),
+            physical_device: physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        let allocator = match allocator {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: nothing was created from the device yet.
+                unsafe { device.destroy_device(None) };
+                return Err(Error::alloc("the allocator", 0)(e));
+            }
+        };
+        let shared = Shared {
+            device,
+            info,
+            queue_family,
+            queue: Mutex::new(queue),
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            instance,
+        };
+        Ok(Context { shared: Arc::new(shared) })
+    }
+
+    /// The chosen device.
+    pub fn device_info(&self) -> &DeviceInfo {
+        &self.shared.info
+    }
+
+    /// Whether the validation layer is on.
+    pub fn validation_enabled(&self) -> bool {
+        self.shared.instance.messenger.is_some()
+    }
+
+    /// Every error-severity message the validation layer has reported so far.
+    pub fn validation_errors(&self) -> Vec<String> {
+        match &self.shared.instance.messenger {
+            Some(m) => m.log.errors.lock().map(|e| e.clone()).unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// A sorter on this context with the default options.
+    pub fn sorter(&self) -> Result<Sorter> {
+        Sorter::new(self, &SorterDesc::default())
+    }
+}

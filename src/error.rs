@@ -1,0 +1,138 @@
+//! The crate's one error type. Every failing Vulkan call is reported with the call's name, and
+//! every limit or bad input names what to change.
+
+use ash::vk;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The Vulkan loader library could not be loaded.
+    #[error(
+        "the Vulkan loader could not be loaded ({0}): install it (Debian/Ubuntu: `apt-get install libvulkan1`) \
+         together with a driver (`mesa-vulkan-drivers` provides lavapipe, a CPU driver)"
+    )]
+    LoaderMissing(String),
+
+    /// The loader found no device that can run compute work.
+    #[error(
+        "no Vulkan device with a compute queue and Vulkan 1.1 was found: install a driver (the GPU vendor's, or \
+         `mesa-vulkan-drivers` for lavapipe, a CPU driver)"
+    )]
+    NoDevice,
+
+    /// A device was asked for by index or name and none matches.
+    #[error("no Vulkan device matches `{selector}` (from {origin}); available devices: {available}")]
+    NoSuchDevice {
+        /// What was asked for.
+        selector: String,
+        /// Where the request came from (an option or `BITONIC_VK_DEVICE`).
+        origin: &'static str,
+        /// The devices there are, `index: name`.
+        available: String,
+    },
+
+    /// Validation was asked for but the Khronos validation layer is not installed.
+    #[error(
+        "validation was requested but VK_LAYER_KHRONOS_validation is not installed: install it (Debian/Ubuntu: \
+         `apt-get install vulkan-validationlayers`) or unset BITONIC_VK_VALIDATION"
+    )]
+    ValidationLayerMissing,
+
+    /// A Vulkan call failed.
+    #[error("{call} failed: {result}")]
+    Vulkan {
+        /// The name of the Vulkan function.
+        call: &'static str,
+        /// What it returned.
+        result: vk::Result,
+    },
+
+    /// The device was lost (driver reset, hang or crash): the context can no longer be used.
+    #[error("the Vulkan device was lost during {call}: create a new context")]
+    DeviceLost {
+        /// The call that reported it.
+        call: &'static str,
+    },
+
+    /// The device or host ran out of memory for a buffer.
+    #[error("out of memory allocating {bytes} bytes for {what}: sort fewer elements at a time")]
+    OutOfMemory {
+        /// What the memory was for.
+        what: &'static str,
+        /// How much was asked for.
+        bytes: u64,
+    },
+
+    /// The memory allocator failed for another reason.
+    #[error("allocating memory for {what} failed: {source}")]
+    Allocation {
+        /// What the memory was for.
+        what: &'static str,
+        /// The allocator's error.
+        source: gpu_allocator::AllocationError,
+    },
+
+    /// The input is larger than one buffer binding or allocation of this device can hold.
+    #[error(
+        "{n} elements need {bytes} bytes per buffer, more than this device's {limit} ({value}): sort at most {max} \
+         elements at a time"
+    )]
+    TooLarge {
+        /// The element count asked for.
+        n: usize,
+        /// Bytes one buffer would need.
+        bytes: u64,
+        /// The name of the limit, as the Vulkan spec spells it.
+        limit: &'static str,
+        /// The limit's value.
+        value: u64,
+        /// The most elements this device can sort in one call.
+        max: u64,
+    },
+
+    /// Keys and values differ in length.
+    #[error("keys and values differ in length: {keys} keys but {values} values")]
+    LengthMismatch {
+        /// Number of keys.
+        keys: usize,
+        /// Number of values.
+        values: usize,
+    },
+
+    /// The GPU did not signal completion in time.
+    #[error("the GPU did not finish within {0:?}; the sort's resources stay alive until the device is idle")]
+    Timeout(std::time::Duration),
+
+    /// A creation option is out of range.
+    #[error("invalid option {name} = {value}: {reason}")]
+    InvalidOption {
+        /// The option's name.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        reason: &'static str,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Maps a failed Vulkan call's result, keeping the call's name.
+    pub(crate) fn vk(call: &'static str) -> impl Fn(vk::Result) -> Error {
+        move |result| match result {
+            vk::Result::ERROR_DEVICE_LOST => Error::DeviceLost { call },
+            result => Error::Vulkan { call, result },
+        }
+    }
+
+    /// Maps an allocator failure for `what` of `bytes` bytes.
+    pub(crate) fn alloc(what: &'static str, bytes: u64) -> impl Fn(gpu_allocator::AllocationError) -> Error {
+        move |source| match source {
+            gpu_allocator::AllocationError::OutOfMemory => Error::OutOfMemory { what, bytes },
+            source => Error::Allocation { what, source },
+        }
+    }
+}

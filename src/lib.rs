@@ -1,0 +1,61 @@
+//! A bitonic sorting network on the GPU through Vulkan compute.
+//!
+//! Sorts `u32`, `i32` and `f32` keys, alone or with `u32` values, ascending or descending, for
+//! any length from 0 to the device's buffer limits, using no device memory beyond the elements
+//! themselves (plus host-visible staging for the upload and download).
+//!
+//! ```no_run
+//! use bitonic_vk::{Context, ContextDesc, Order};
+//! # fn main() -> bitonic_vk::Result<()> {
+//! let ctx = Context::new(&ContextDesc::default())?;
+//! let mut sorter = ctx.sorter()?;
+//! let mut keys = vec![3.5f32, -0.0, f32::NAN, 0.0, -1.0];
+//! let mut values: Vec<u32> = (0..keys.len() as u32).collect();
+//! let stats = sorter.sort_pairs(&mut keys, &mut values, Order::Ascending)?;
+//! println!("{} passes, {:?} on the GPU", stats.passes, stats.gpu_time);
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//! - **Order images.** Every kernel compares `u32` images whose unsigned order is the key order:
+//!   `i32` flips the sign bit; `f32` flips the sign bit of positive numbers and every bit of
+//!   negative ones, which is IEEE total order exactly as [`f32::total_cmp`]
+//!   (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN); descending complements the image.
+//!   The first pass maps keys to images, the last maps them back. No float is ever compared.
+//! - **The network** is the bitonic sorter in its flip form (see [`plan`]): indices at or past n
+//!   are virtual +infinity keys, so a comparator reaching one is skipped. Any n works without
+//!   padding, sentinels or extra memory, and a key equal to `u32::MAX` or +NaN is never confused
+//!   with padding.
+//! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs one substage
+//!   with a stride of a tile or more, `local_merge` finishes the strides below a tile. The tile is
+//!   the largest power of two that fits `maxComputeSharedMemorySize`, passed as a specialization
+//!   constant.
+//! - **One command buffer** per sort: upload, every pass with a compute-to-compute barrier between
+//!   consecutive passes, download; one submit and one fence wait. Dispatches larger than
+//!   `maxComputeWorkGroupCount[0]` are split.
+//!
+//! # Barriers
+//! Every pass reads what the pass before it wrote, so [`record::record_passes`] puts a
+//! `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory barrier between
+//! each pair. CPU implementations run dispatches one after another and the synchronization
+//! validation layer does not report a missing barrier between two dispatches on one buffer, so the
+//! recorded command stream is also checked on the CPU by [`model`], element by element.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod context;
+pub mod error;
+pub mod keys;
+#[doc(hidden)]
+pub mod model;
+pub mod pipelines;
+pub mod plan;
+pub mod push;
+pub mod record;
+pub mod shaders;
+pub mod sorter;
+
+pub use context::{list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType};
+pub use error::{Error, Result};
+pub use keys::{KeyKind, Order, SortKey};
+pub use sorter::{SortStats, Sorter, SorterDesc};

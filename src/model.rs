@@ -1,0 +1,411 @@
+//! A CPU model of the recorded command stream. [`Recording`] captures what `record_passes` emits
+//! (the same code that fills the Vulkan command buffer); [`Trace::expand`] turns each dispatch into
+//! the exact comparators and element accesses the shaders make for it, using the shaders' index
+//! rules. The trace then runs on CPU data, or is checked for accesses of one element by two
+//! dispatches with no barrier between them.
+
+use crate::keys::{from_image, to_image};
+use crate::plan::{Geometry, PassKind};
+use crate::push::{PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
+use crate::record::Encoder;
+
+/// One recorded command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// A kernel's pipeline was bound.
+    Bind(PassKind),
+    /// Push constants were set.
+    Push(PushConstants),
+    /// Workgroups were dispatched.
+    Dispatch(u32),
+    /// A compute-to-compute barrier.
+    Barrier,
+}
+
+/// An [`Encoder`] that keeps the commands.
+#[derive(Clone, Debug, Default)]
+pub struct Recording {
+    /// The commands in recording order.
+    pub commands: Vec<Command>,
+}
+
+impl Encoder for Recording {
+    fn bind_kernel(&mut self, kernel: PassKind) {
+        self.commands.push(Command::Bind(kernel));
+    }
+    fn push_constants(&mut self, push: &PushConstants) {
+        self.commands.push(Command::Push(*push));
+    }
+    fn dispatch(&mut self, groups: u32) {
+        self.commands.push(Command::Dispatch(groups));
+    }
+    fn compute_barrier(&mut self) {
+        self.commands.push(Command::Barrier);
+    }
+}
+
+/// One dispatch, expanded.
+#[derive(Clone, Debug)]
+pub struct Dispatch {
+    /// The kernel it runs.
+    pub kind: PassKind,
+    /// Its push constants.
+    pub push: PushConstants,
+    /// The comparators it runs as (lower, upper) element indices, in an order a sequential run may
+    /// take (workgroups touch disjoint elements; within one, substages run in order).
+    pub comparators: Vec<(u32, u32)>,
+    /// Every element it reads or writes.
+    pub touched: Vec<u32>,
+}
+
+/// A step of the expanded command stream.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A compute-to-compute barrier.
+    Barrier,
+    /// A dispatch.
+    Dispatch(Dispatch),
+}
+
+/// Two dispatches with no barrier between them that access one element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hazard {
+    /// The element.
+    pub element: u32,
+    /// Index of the earlier dispatch among the dispatches.
+    pub earlier: usize,
+    /// Index of the later dispatch.
+    pub later: usize,
+}
+
+/// The expanded command stream of one sort.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// Number of elements.
+    pub n: u32,
+    /// The steps in order.
+    pub steps: Vec<Step>,
+}
+
+fn low_index(c: u32, inc: u32) -> u32 {
+    ((c & !(inc - 1)) << 1) | (c & (inc - 1))
+}
+
+impl Trace {
+    /// Expands a recording for n elements and the geometry the kernels were specialised with.
+    ///
+    /// # Panics
+    /// On a dispatch before any bind or push constants: the recorder must never emit one.
+    pub fn expand(recording: &Recording, n: u32, geometry: Geometry) -> Trace {
+        let (mut kind, mut push) = (None, None);
+        let mut steps = Vec::new();
+        for command in &recording.commands {
+            match *command {
+                Command::Bind(k) => kind = Some(k),
+                Command::Push(p) => push = Some(p),
+                Command::Barrier => steps.push(Step::Barrier),
+                Command::Dispatch(groups) => {
+                    let kind = kind.expect("dispatch before a pipeline was bound");
+                    let push: PushConstants = push.expect("dispatch before push constants were set");
+                    assert_eq!(push.n, n, "push constants name another element count");
+                    steps.push(Step::Dispatch(expand_dispatch(kind, push, groups, geometry)));
+                }
+            }
+        }
+        Trace { n, steps }
+    }
+
+    /// The dispatches, in order.
+    pub fn dispatches(&self) -> impl Iterator<Item = &Dispatch> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Dispatch(d) => Some(d),
+            Step::Barrier => None,
+        })
+    }
+
+    /// Every element accessed by two dispatches with no barrier between them (the first such pair
+    /// per element). Empty when the barriers order every dependency.
+    pub fn hazards(&self) -> Vec<Hazard> {
+        // last[i] = 1 + index of the last dispatch that touched element i (0 = none yet).
+        let mut last = vec![0usize; self.n as usize];
+        let mut fence = 0; // dispatches with index < fence are ordered before what follows
+        let mut hazards = Vec::new();
+        let mut index = 0;
+        for step in &self.steps {
+            match step {
+                Step::Barrier => fence = index,
+                Step::Dispatch(d) => {
+                    for &e in &d.touched {
+                        let previous = last[e as usize];
+                        if previous > fence && previous - 1 != index {
+                            hazards.push(Hazard { element: e, earlier: previous - 1, later: index });
+                        }
+                        last[e as usize] = index + 1;
+                    }
+                    index += 1;
+                }
+            }
+        }
+        hazards
+    }
+
+    /// Runs the trace on key bits (and values), as the GPU would.
+    pub fn run(&self, keys: &mut [u32], mut values: Option<&mut [u32]>) {
+        for d in self.dispatches() {
+            if d.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0 {
+                for &e in &d.touched {
+                    keys[e as usize] = to_image(keys[e as usize], d.push.flags);
+                }
+            }
+            for &(lo, hi) in &d.comparators {
+                let (lo, hi) = (lo as usize, hi as usize);
+                if keys[lo] > keys[hi] {
+                    keys.swap(lo, hi);
+                    if let Some(v) = values.as_deref_mut() {
+                        v.swap(lo, hi);
+                    }
+                }
+            }
+            if d.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0 {
+                for &e in &d.touched {
+                    keys[e as usize] = from_image(keys[e as usize], d.push.flags);
+                }
+            }
+        }
+    }
+
+    /// Runs the trace on 64 inputs of 0/1 u32 keys at once: bit b of `lanes[i]` is element i of
+    /// input b. A comparator is then (a & b, a | b); descending order complements the images.
+    pub fn run_bitsliced(&self, lanes: &mut [u64]) {
+        for d in self.dispatches() {
+            let complement = d.push.flags & FLAG_DESCENDING != 0;
+            if complement && d.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0 {
+                d.touched.iter().for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
+            }
+            for &(lo, hi) in &d.comparators {
+                let (a, b) = (lanes[lo as usize], lanes[hi as usize]);
+                lanes[lo as usize] = a & b;
+                lanes[hi as usize] = a | b;
+            }
+            if complement && d.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0 {
+                d.touched.iter().for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
+            }
+        }
+    }
+}
+
+/// The comparators and accesses of one dispatch, following the shaders' index rules.
+fn expand_dispatch(kind: PassKind, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
+    let n = push.n;
+    let mut comparators = Vec::new();
+    let mut touched = Vec::new();
+    for group in push.group_offset..push.group_offset + groups {
+        match kind {
+            PassKind::GlobalMerge => {
+                let inc = push.inc;
+                for invocation in 0..geometry.global_wg {
+                    let c = group * geometry.global_wg + invocation;
+                    let lo = low_index(c, inc);
+                    let hi = if push.dir != 0 { lo ^ (2 * inc - 1) } else { lo + inc };
+                    if hi < n {
+                        comparators.push((lo, hi));
+                        touched.extend([lo, hi]);
+                    }
+                }
+            }
+            PassKind::TileSort | PassKind::LocalMerge => {
+                let tile = geometry.tile();
+                let base = group * tile;
+                let limit = n - base;
+                let mut substage = |inc: u32, flip: bool| {
+                    for c in 0..tile / 2 {
+                        let lo = low_index(c, inc);
+                        let hi = if flip { lo ^ (2 * inc - 1) } else { lo + inc };
+                        if hi < limit {
+                            comparators.push((base + lo, base + hi));
+                        }
+                    }
+                };
+                if kind == PassKind::TileSort {
+                    let mut block = 2;
+                    while block <= 1 << push.log_block {
+                        substage(block / 2, true);
+                        let mut inc = block / 4;
+                        while inc > 0 {
+                            substage(inc, false);
+                            inc /= 2;
+                        }
+                        block *= 2;
+                    }
+                } else {
+                    let mut inc = tile / 2;
+                    while inc > 0 {
+                        substage(inc, false);
+                        inc /= 2;
+                    }
+                }
+                touched.extend(base..n.min(base + tile));
+            }
+        }
+    }
+    Dispatch { kind, push, comparators, touched }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{key_flags, KeyKind, Order};
+    use crate::plan::Plan;
+    use crate::record::{record_passes, RecordOptions};
+    use rand::{Rng, SeedableRng};
+
+    const ALL_GROUPS: RecordOptions = RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: None };
+
+    fn trace(n: u32, geometry: Geometry, flags: u32, options: RecordOptions) -> (Plan, Trace) {
+        let plan = Plan::new(n, geometry, flags);
+        let mut recording = Recording::default();
+        record_passes(&mut recording, &plan, &options);
+        (plan.clone(), Trace::expand(&recording, n, geometry))
+    }
+
+    fn geometries() -> Vec<(Geometry, RecordOptions)> {
+        let mut v = Vec::new();
+        for tile_log2 in [1, 2, 3] {
+            for global_wg in [1, 2, 4] {
+                v.push((Geometry { tile_log2, global_wg }, ALL_GROUPS));
+            }
+        }
+        // Split dispatches: one or two workgroups per dispatch.
+        for max in [1, 2] {
+            let split = RecordOptions { max_groups_per_dispatch: max, drop_barrier_before_pass: None };
+            v.push((Geometry { tile_log2: 2, global_wg: 2 }, split));
+        }
+        v
+    }
+
+    #[test]
+    fn sorts_every_zero_one_input_up_to_20_elements_in_both_orders() {
+        for (geometry, options) in geometries() {
+            for order in [Order::Ascending, Order::Descending] {
+                for n in 0..=20u32 {
+                    let (_, trace) = trace(n, geometry, key_flags(KeyKind::U32, order), options);
+                    let inputs = 1u64 << n;
+                    let mut first = 0u64;
+                    while first < inputs {
+                        let live = (inputs - first).min(64);
+                        let mask = if live == 64 { u64::MAX } else { (1 << live) - 1 };
+                        let mut lanes: Vec<u64> = (0..n)
+                            .map(|i| (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b)))
+                            .collect();
+                        let ones: Vec<u32> = (0..live).map(|b| ((first + b) as u32).count_ones()).collect();
+                        trace.run_bitsliced(&mut lanes);
+                        for b in 0..live as usize {
+                            let out: Vec<u64> = lanes.iter().map(|w| (w >> b) & 1).collect();
+                            let k = ones[b] as usize;
+                            let expect: Vec<u64> = match order {
+                                Order::Ascending => (0..n as usize).map(|i| u64::from(i >= n as usize - k)).collect(),
+                                Order::Descending => (0..n as usize).map(|i| u64::from(i < k)).collect(),
+                            };
+                            assert_eq!(out, expect, "{geometry:?} {options:?} {order:?} n={n} input={:#b}", first + b as u64);
+                        }
+                        let _ = mask;
+                        first += 64;
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_pairs(kind: KeyKind, order: Order, input: &[u32], keys: &[u32], values: &[u32], what: &str) {
+        let cmp = |a: &u32, b: &u32| match kind {
+            KeyKind::U32 => a.cmp(b),
+            KeyKind::I32 => (*a as i32).cmp(&(*b as i32)),
+            KeyKind::F32 => f32::from_bits(*a).total_cmp(&f32::from_bits(*b)),
+        };
+        let mut expect = input.to_vec();
+        expect.sort_by(cmp);
+        if order == Order::Descending {
+            expect.reverse();
+        }
+        assert_eq!(keys, &expect[..], "{what}");
+        let mut seen = vec![false; input.len()];
+        for (i, &v) in values.iter().enumerate() {
+            assert!(!std::mem::replace(&mut seen[v as usize], true), "{what}: value {v} twice");
+            assert_eq!(keys[i], input[v as usize], "{what}: pair {i} split");
+        }
+    }
+
+    #[test]
+    fn sorts_random_pairs_of_every_length_up_to_several_tiles() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+        for (geometry, options) in [
+            (Geometry { tile_log2: 4, global_wg: 8 }, ALL_GROUPS),
+            (Geometry { tile_log2: 3, global_wg: 4 }, RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None }),
+        ] {
+            for n in 0..=(5 << geometry.tile_log2) + 3 {
+                for kind in [KeyKind::U32, KeyKind::I32, KeyKind::F32] {
+                    for order in [Order::Ascending, Order::Descending] {
+                        let (_, trace) = trace(n, geometry, key_flags(kind, order), options);
+                        // Few distinct keys, so equal keys are common.
+                        let input: Vec<u32> = (0..n).map(|_| [0, 1, 0x8000_0000, u32::MAX, rng.random()][rng.random_range(0..5)]).collect();
+                        let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                        trace.run(&mut keys, Some(&mut values));
+                        check_pairs(kind, order, &input, &keys, &values, &format!("{geometry:?} {kind:?} {order:?} n={n}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sorts_around_the_real_tile_size() {
+        let geometry = Geometry { tile_log2: 13, global_wg: 256 };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+        for n in [8191u32, 8192, 8193, 16383, 16385, 3 * 8192 + 7] {
+            let (_, trace) = trace(n, geometry, key_flags(KeyKind::F32, Order::Ascending), ALL_GROUPS);
+            let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+            let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+            trace.run(&mut keys, Some(&mut values));
+            check_pairs(KeyKind::F32, Order::Ascending, &input, &keys, &values, &format!("n={n}"));
+            assert!(trace.hazards().is_empty());
+        }
+    }
+
+    #[test]
+    fn every_pass_that_reads_an_earlier_write_is_behind_a_barrier() {
+        for (geometry, options) in geometries() {
+            for n in (0..300).chain([511, 512, 513, 1000]) {
+                let (plan, trace) = trace(n, geometry, 0, options);
+                assert_eq!(trace.hazards(), vec![], "{geometry:?} {options:?} n={n}");
+                // Every pass after the first reads elements an earlier pass wrote.
+                let barriers = trace.steps.iter().filter(|s| matches!(s, Step::Barrier)).count();
+                assert_eq!(barriers, plan.passes.len().saturating_sub(1));
+            }
+        }
+    }
+
+    #[test]
+    fn a_dropped_barrier_is_reported_as_a_hazard() {
+        let geometry = Geometry { tile_log2: 2, global_wg: 2 };
+        for n in [5u32, 9, 17, 100, 257] {
+            let plan = Plan::new(n, geometry, 0);
+            for dropped in 1..plan.passes.len() {
+                let options = RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: Some(dropped) };
+                let (_, trace) = trace(n, geometry, 0, options);
+                assert!(!trace.hazards().is_empty(), "n={n}: dropping the barrier before pass {dropped} went unseen");
+            }
+        }
+    }
+
+    #[test]
+    fn each_dispatch_of_a_split_pass_covers_distinct_workgroups() {
+        let geometry = Geometry { tile_log2: 2, global_wg: 2 };
+        let n = 200;
+        let (_, whole) = trace(n, geometry, 0, ALL_GROUPS);
+        let split = RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None };
+        let (_, parts) = trace(n, geometry, 0, split);
+        let all = |t: &Trace| t.dispatches().flat_map(|d| d.comparators.clone()).collect::<Vec<_>>();
+        assert_eq!(all(&whole), all(&parts));
+        assert!(parts.dispatches().count() > whole.dispatches().count());
+    }
+}

@@ -1,0 +1,178 @@
+//! Layouts and compute pipelines of the three kernels, specialised for a device's limits. Each
+//! object destroys what it created and nothing else.
+
+use ash::vk;
+
+use crate::context::DeviceLimits;
+use crate::error::{Error, Result};
+use crate::plan::{Geometry, PassKind};
+use crate::push::PushConstants;
+use crate::shaders::{spirv, Payload};
+
+/// The largest tile the local kernels use, whatever the shared memory: beyond it each invocation
+/// loops over more comparators per substage and the gain from fewer global passes flattens.
+pub const MAX_TILE: u32 = 1 << 14;
+/// Invocations per workgroup of global_merge, before the device's limits.
+const GLOBAL_WG: u32 = 256;
+/// Invocations per workgroup of the local kernels, before the device's limits.
+const LOCAL_WG_MAX: u32 = 1024;
+
+fn prev_power_of_two(x: u32) -> u32 {
+    if x == 0 {
+        0
+    } else {
+        1 << (31 - x.leading_zeros())
+    }
+}
+
+/// The tile and workgroup sizes for a payload on a device: the largest power-of-two tile whose
+/// keys (and values) fit in maxComputeSharedMemorySize, capped by [`MAX_TILE`] and `max_tile`.
+pub fn geometry_for(limits: &DeviceLimits, payload: Payload, max_tile: Option<u32>) -> Result<(Geometry, u32)> {
+    let bytes_per_element = match payload {
+        Payload::Keys => 4,
+        Payload::Pairs => 8,
+    };
+    let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
+    if let Some(cap) = max_tile {
+        if cap < 2 || !cap.is_power_of_two() {
+            return Err(Error::InvalidOption {
+                name: "max_tile",
+                value: cap.to_string(),
+                reason: "must be a power of two of at least 2",
+            });
+        }
+        tile = tile.min(cap);
+    }
+    let invocations = prev_power_of_two(limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size_x));
+    if tile < 2 || invocations == 0 {
+        return Err(Error::InvalidOption {
+            name: "device limits",
+            value: format!(
+                "maxComputeSharedMemorySize {} / maxComputeWorkGroupInvocations {}",
+                limits.max_compute_shared_memory_size, limits.max_compute_work_group_invocations
+            ),
+            reason: "too small for a tile of two elements",
+        });
+    }
+    let local_wg = (tile / 2).min(LOCAL_WG_MAX).min(invocations);
+    let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations) };
+    Ok((geometry, local_wg))
+}
+
+/// The descriptor set layout (binding 0: keys, binding 1: values, both storage buffers) and the
+/// pipeline layout with the push-constant range, shared by every kernel.
+pub(crate) struct Layouts {
+    device: ash::Device,
+    pub set_layout: vk::DescriptorSetLayout,
+    pub pipeline_layout: vk::PipelineLayout,
+}
+
+impl Layouts {
+    pub fn new(device: &ash::Device) -> Result<Layouts> {
+        let mut layouts = Layouts {
+            device: device.clone(),
+            set_layout: vk::DescriptorSetLayout::null(),
+            pipeline_layout: vk::PipelineLayout::null(),
+        };
+        let bindings = [0, 1].map(|binding| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        });
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY: `device` is a live device and `info` is fully initialised.
+        layouts.set_layout = unsafe { device.create_descriptor_set_layout(&info, None) }
+            .map_err(Error::vk("vkCreateDescriptorSetLayout"))?;
+        let ranges = [vk::PushConstantRange {
+            stage_flags: vk::ShaderStageFlags::COMPUTE,
+            offset: 0,
+            size: std::mem::size_of::<PushConstants>() as u32,
+        }];
+        let set_layouts = [layouts.set_layout];
+        let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
+        // SAFETY: the set layout was just created on `device`; 24 bytes is within the 128-byte
+        // minimum of maxPushConstantsSize.
+        layouts.pipeline_layout = unsafe { device.create_pipeline_layout(&info, None) }
+            .map_err(Error::vk("vkCreatePipelineLayout"))?;
+        Ok(layouts)
+    }
+}
+
+impl Drop for Layouts {
+    fn drop(&mut self) {
+        // SAFETY: both were created on `device` by `new` (or are null, which destroy ignores), and
+        // the pipelines and descriptor sets that use them are destroyed first by their owners.
+        unsafe {
+            self.device.destroy_pipeline_layout(self.pipeline_layout, None);
+            self.device.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+/// The three compute pipelines of one payload, indexed like [`PassKind::ALL`].
+pub(crate) struct Kernels {
+    device: ash::Device,
+    pub pipelines: [vk::Pipeline; 3],
+    pub geometry: Geometry,
+}
+
+impl Kernels {
+    pub fn new(
+        device: &ash::Device,
+        layouts: &Layouts,
+        limits: &DeviceLimits,
+        payload: Payload,
+        max_tile: Option<u32>,
+    ) -> Result<Kernels> {
+        let (geometry, local_wg) = geometry_for(limits, payload, max_tile)?;
+        let mut kernels = Kernels { device: device.clone(), pipelines: [vk::Pipeline::null(); 3], geometry };
+        for (slot, kind) in PassKind::ALL.into_iter().enumerate() {
+            let wg = if kind == PassKind::GlobalMerge { geometry.global_wg } else { local_wg };
+            // Specialization constants: 0 = WG_SIZE, 1 = TILE (unused by global_merge).
+            let data: [u32; 2] = [wg, geometry.tile()];
+            kernels.pipelines[slot] = create_pipeline(device, layouts.pipeline_layout, spirv(kind, payload), &data)?;
+        }
+        Ok(kernels)
+    }
+}
+
+fn create_pipeline(device: &ash::Device, layout: vk::PipelineLayout, code: &[u32], data: &[u32; 2]) -> Result<vk::Pipeline> {
+    let info = vk::ShaderModuleCreateInfo::default().code(code);
+    // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
+    let module = unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))?;
+    let entries = [0u32, 1].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(data));
+    let stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module)
+        .name(c"main")
+        .specialization_info(&specialization);
+    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    // SAFETY: the module and layout are live objects of `device`; the specialization data holds
+    // the two u32 constants the map entries describe.
+    let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
+    // SAFETY: a pipeline keeps no reference to the module it was created from.
+    unsafe { device.destroy_shader_module(module, None) };
+    match result {
+        Ok(pipelines) => Ok(pipelines[0]),
+        Err((pipelines, result)) => {
+            for p in pipelines {
+                // SAFETY: any pipeline that was created is destroyed before it was ever used.
+                unsafe { device.destroy_pipeline(p, None) };
+            }
+            Err(Error::vk("vkCreateComputePipelines")(result))
+        }
+    }
+}
+
+impl Drop for Kernels {
+    fn drop(&mut self) {
+        for p in self.pipelines {
+            // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
+            // every command buffer that uses them before dropping.
+            unsafe { self.device.destroy_pipeline(p, None) };
+        }
+    }
+}

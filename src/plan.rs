@@ -1,0 +1,203 @@
+//! The pass list of one sort, in pure Rust: which kernel runs each pass, with which push
+//! constants and how many workgroups. It knows nothing of Vulkan, so it is tested exhaustively on
+//! the CPU (see `model`).
+//!
+//! The network is the bitonic sorter in its "flip" form. Stage k merges blocks of 2^k elements:
+//! its first substage compares element i with its mirror in the block, every later substage
+//! compares i with i + 2^j, and every comparator puts the smaller order image first. Indices at or
+//! past n are virtual +infinity keys: a comparator whose upper element is virtual would leave both
+//! elements where they are, so it is skipped, and real keys never move past n. Nothing is padded,
+//! nothing is invented, and no memory beyond the n elements is used.
+//!
+//! With tiles of T = 2^t elements: one `TileSort` pass runs stages 1..=t inside each tile; every
+//! later stage k runs k - t `GlobalMerge` passes (strides 2^(k-1) down to T, the first one the
+//! flip) and one `LocalMerge` pass (strides T/2 down to 1, inside each tile).
+
+use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
+
+/// The most elements one sort can take: the shaders index with 32-bit unsigned integers and the
+/// flip of the last stage needs 2 * 2^30 to fit.
+pub const MAX_ELEMENTS: u64 = 1 << 31;
+
+/// The three kernels, one per kind of pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PassKind {
+    /// Sorts each tile in shared memory (stages 1..=log2 tile); the first pass of every sort.
+    TileSort,
+    /// One substage with a stride of at least a tile, straight on the buffers.
+    GlobalMerge,
+    /// The substages with strides below a tile, in shared memory; the last pass of a stage.
+    LocalMerge,
+}
+
+impl PassKind {
+    /// Every kind, in the order the pipelines are kept.
+    pub const ALL: [PassKind; 3] = [PassKind::TileSort, PassKind::GlobalMerge, PassKind::LocalMerge];
+
+    /// The kernel's name as in `glsl/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PassKind::TileSort => "tile_sort",
+            PassKind::GlobalMerge => "global_merge",
+            PassKind::LocalMerge => "local_merge",
+        }
+    }
+}
+
+/// The shapes the passes are cut to, from the device's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// log2 of the elements per tile of the local kernels.
+    pub tile_log2: u32,
+    /// Invocations per workgroup of `global_merge` (one comparator each).
+    pub global_wg: u32,
+}
+
+impl Geometry {
+    /// Elements per tile.
+    pub fn tile(&self) -> u32 {
+        1 << self.tile_log2
+    }
+}
+
+/// One pass: one kernel over the whole array, separated from its neighbours by barriers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// Which kernel.
+    pub kind: PassKind,
+    /// log2 of the block size of the stage this pass belongs to.
+    pub stage: u32,
+    /// Workgroups the pass needs (it may be split over several dispatches).
+    pub workgroups: u32,
+    /// Push constants, `group_offset` left at 0 for the recorder to fill.
+    pub push: PushConstants,
+}
+
+/// The passes of one sort of n elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Number of elements.
+    pub n: u32,
+    /// The geometry the passes are cut to.
+    pub geometry: Geometry,
+    /// The passes, in order.
+    pub passes: Vec<Pass>,
+}
+
+/// ceil(log2(n)) for n >= 1.
+fn ceil_log2(n: u64) -> u32 {
+    u64::BITS - (n.max(1) - 1).leading_zeros()
+}
+
+impl Plan {
+    /// Plans the sort of `n` elements (at most [`MAX_ELEMENTS`]); `key_flags` are the key kind
+    /// and order bits of the `flags` push constant.
+    pub fn new(n: u32, geometry: Geometry, key_flags: u32) -> Plan {
+        debug_assert!(u64::from(n) <= MAX_ELEMENTS);
+        let mut passes = Vec::new();
+        if n < 2 {
+            return Plan { n, geometry, passes };
+        }
+        let t = geometry.tile_log2;
+        let levels = ceil_log2(u64::from(n));
+        let tiles = n.div_ceil(geometry.tile());
+        let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
+        let last_flag = |stage: u32| if stage == levels { FLAG_FROM_IMAGE_ON_STORE } else { 0 };
+        let sorted = levels.min(t);
+        passes.push(Pass {
+            kind: PassKind::TileSort,
+            stage: sorted,
+            workgroups: tiles,
+            push: PushConstants { log_block: sorted, flags: key_flags | FLAG_TO_IMAGE_ON_LOAD | last_flag(sorted), ..base },
+        });
+        for stage in t + 1..=levels {
+            for j in (t..stage).rev() {
+                let inc = 1u32 << j;
+                passes.push(Pass {
+                    kind: PassKind::GlobalMerge,
+                    stage,
+                    workgroups: comparators(n, inc).div_ceil(geometry.global_wg),
+                    push: PushConstants { inc, dir: u32::from(j == stage - 1), ..base },
+                });
+            }
+            passes.push(Pass {
+                kind: PassKind::LocalMerge,
+                stage,
+                workgroups: tiles,
+                push: PushConstants { flags: key_flags | last_flag(stage), ..base },
+            });
+        }
+        Plan { n, geometry, passes }
+    }
+
+    /// Index of the first pass of the last stage: the pass that reads, in its first workgroup, what
+    /// the last workgroup of the pass before it wrote. Dropping the barrier before it is the
+    /// surest way to expose a missing barrier on a real GPU.
+    pub fn last_flip_pass(&self) -> Option<usize> {
+        self.passes.iter().rposition(|p| p.kind == PassKind::GlobalMerge && p.push.dir == 1)
+    }
+}
+
+/// Number of comparators with stride `inc` whose lower element is below n (the ones a global pass
+/// must run; the comparator index maps monotonically to its lower element).
+fn comparators(n: u32, inc: u32) -> u32 {
+    let (n, inc) = (u64::from(n), u64::from(inc));
+    let count = n / (2 * inc) * inc + (n % (2 * inc)).min(inc);
+    u32::try_from(count).expect("at most n/2 + inc comparators, below 2^31")
+}
+
+/// Number of passes a sort of n elements takes with tiles of 2^tile_log2 elements.
+pub fn pass_count(n: u64, tile_log2: u32) -> u64 {
+    if n < 2 {
+        return 0;
+    }
+    let above = u64::from(ceil_log2(n).saturating_sub(tile_log2));
+    // One tile sort, then stage t+m has m global passes and one local merge.
+    1 + above * (above + 1) / 2 + above
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_count_matches_the_plan() {
+        for tile_log2 in [1, 2, 5, 13] {
+            for n in (0..5000u32).chain([1 << 20, (1 << 20) + 1, 3 << 22]) {
+                let plan = Plan::new(n, Geometry { tile_log2, global_wg: 64 }, 0);
+                assert_eq!(plan.passes.len() as u64, pass_count(u64::from(n), tile_log2), "n={n} t={tile_log2}");
+            }
+        }
+    }
+
+    #[test]
+    fn two_to_the_twenty_with_8k_tiles_takes_36_passes() {
+        assert_eq!(pass_count(1 << 20, 13), 36);
+        assert_eq!(pass_count(1 << 13, 13), 1);
+        assert_eq!(pass_count((1 << 13) + 1, 13), 3);
+    }
+
+    #[test]
+    fn first_pass_maps_keys_in_and_only_the_last_maps_them_out() {
+        for n in [2u32, 9, 100, 1000] {
+            let plan = Plan::new(n, Geometry { tile_log2: 3, global_wg: 4 }, 0);
+            let (first, last) = (plan.passes[0], plan.passes[plan.passes.len() - 1]);
+            assert_eq!(first.kind, PassKind::TileSort);
+            assert_ne!(first.push.flags & FLAG_TO_IMAGE_ON_LOAD, 0);
+            assert_ne!(last.push.flags & FLAG_FROM_IMAGE_ON_STORE, 0);
+            let loads = plan.passes.iter().filter(|p| p.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0).count();
+            let stores = plan.passes.iter().filter(|p| p.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0).count();
+            assert_eq!((loads, stores), (1, 1), "n={n}");
+        }
+    }
+
+    #[test]
+    fn comparator_count_is_the_number_of_lower_elements_below_n() {
+        for inc in [1u32, 2, 4, 8, 16] {
+            for n in 0..200u32 {
+                let brute = (0..n).filter(|i| i & inc == 0).count() as u32;
+                assert_eq!(comparators(n, inc), brute, "n={n} inc={inc}");
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The only place that records commands. The pass sequence is recorded through the [`Encoder`]
+//! trait, so the exact same code drives a Vulkan command buffer and the CPU model that checks it;
+//! the transfers and timestamps around the passes are recorded by the free functions below.
+
+use ash::vk;
+
+use crate::plan::{PassKind, Plan};
+use crate::push::PushConstants;
+
+/// What the pass sequence needs from a command sink.
+pub trait Encoder {
+    /// Binds the pipeline of a kernel.
+    fn bind_kernel(&mut self, kernel: PassKind);
+    /// Sets the push constants for the following dispatches.
+    fn push_constants(&mut self, push: &PushConstants);
+    /// Dispatches `groups` workgroups along x.
+    fn dispatch(&mut self, groups: u32);
+    /// Makes every compute-shader write recorded so far available and visible to every
+    /// compute-shader read and write recorded after it.
+    fn compute_barrier(&mut self);
+}
+
+/// How the passes are cut into commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// Most workgroups in one dispatch (the device's maxComputeWorkGroupCount[0], or lower).
+    pub max_groups_per_dispatch: u32,
+    /// Test-only: leave out the barrier before this pass. Never set it outside a test that is meant
+    /// to fail.
+    pub drop_barrier_before_pass: Option<usize>,
+}
+
+/// Records every pass of `plan`: a barrier between consecutive passes (each reads what the one
+/// before wrote), each pass split into dispatches of at most `max_groups_per_dispatch`
+/// workgroups. The dispatches of one pass touch disjoint elements and need no barrier between them.
+pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOptions) {
+    let mut bound = None;
+    let max_groups = options.max_groups_per_dispatch.max(1);
+    for (index, pass) in plan.passes.iter().enumerate() {
+        if index > 0 && options.drop_barrier_before_pass != Some(index) {
+            enc.compute_barrier();
+        }
+        if bound != Some(pass.kind) {
+            enc.bind_kernel(pass.kind);
+            bound = Some(pass.kind);
+        }
+        let mut offset = 0;
+        while offset < pass.workgroups {
+            let groups = (pass.workgroups - offset).min(max_groups);
+            enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
+            enc.dispatch(groups);
+            offset += groups;
+        }
+    }
+}
+
+/// Records into a Vulkan command buffer in the recording state.
+pub(crate) struct VulkanEncoder<'a> {
+    pub device: &'a ash::Device,
+    pub cmd: vk::CommandBuffer,
+    pub layout: vk::PipelineLayout,
+    /// Pipelines indexed like [`PassKind::ALL`].
+    pub pipelines: [vk::Pipeline; 3],
+}
+
+impl Encoder for VulkanEncoder<'_> {
+    fn bind_kernel(&mut self, kernel: PassKind) {
+        let index = PassKind::ALL.iter().position(|k| *k == kernel).unwrap_or_default();
+        // SAFETY: `cmd` is recording (VulkanEncoder's contract) and the pipeline was created on
+        // `device` and outlives the command buffer's execution (owned by the sorter).
+        unsafe { self.device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, self.pipelines[index]) };
+    }
+
+    fn push_constants(&mut self, push: &PushConstants) {
+        // SAFETY: the layout's one push-constant range covers the whole PushConstants struct for
+        // the compute stage (see pipelines.rs).
+        unsafe {
+            self.device.cmd_push_constants(
+                self.cmd,
+                self.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::bytes_of(push),
+            )
+        };
+    }
+
+    fn dispatch(&mut self, groups: u32) {
+        // SAFETY: a compute pipeline, its descriptor set and push constants are bound; groups is
+        // at most maxComputeWorkGroupCount[0] (record_passes splits larger passes).
+        unsafe { self.device.cmd_dispatch(self.cmd, groups, 1, 1) };
+    }
+
+    fn compute_barrier(&mut self) {
+        // Orders the previous pass's storage writes before the next pass's reads and writes.
+        barrier(
+            self.device,
+            self.cmd,
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+        );
+    }
+}
+
+/// One global memory barrier from (stage, access) to (stage, access).
+pub(crate) fn barrier(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    src: (vk::PipelineStageFlags, vk::AccessFlags),
+    dst: (vk::PipelineStageFlags, vk::AccessFlags),
+) {
+    let memory = vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1);
+    // SAFETY: `cmd` is recording, outside a render pass; the stages are supported by a compute queue.
+    unsafe {
+        device.cmd_pipeline_barrier(cmd, src.0, dst.0, vk::DependencyFlags::empty(), &[memory], &[], &[])
+    };
+}
+
+/// Copies `regions` of (source, destination, bytes) between buffers.
+pub(crate) fn copy(device: &ash::Device, cmd: vk::CommandBuffer, regions: &[(vk::Buffer, vk::Buffer, u64)]) {
+    for &(src, dst, size) in regions {
+        let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size };
+        // SAFETY: `cmd` is recording; both buffers were created with the transfer usages and hold
+        // at least `size` bytes (the sorter sizes them before recording).
+        unsafe { device.cmd_copy_buffer(cmd, src, dst, &[region]) };
+    }
+}
+
+/// Binds the one descriptor set of the kernels.
+pub(crate) fn bind_set(device: &ash::Device, cmd: vk::CommandBuffer, layout: vk::PipelineLayout, set: vk::DescriptorSet) {
+    // SAFETY: `set` was allocated with the set layout `layout` was created from, and its
+    // descriptors point at live buffers.
+    unsafe { device.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]) };
+}
+
+/// Resets `count` queries of `pool`.
+pub(crate) fn reset_queries(device: &ash::Device, cmd: vk::CommandBuffer, pool: vk::QueryPool, count: u32) {
+    // SAFETY: `cmd` is recording outside a render pass and the pool holds `count` queries.
+    unsafe { device.cmd_reset_query_pool(cmd, pool, 0, count) };
+}
+
+/// Writes timestamp `query` once every earlier command has finished `stage`.
+pub(crate) fn timestamp(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    stage: vk::PipelineStageFlags,
+    pool: vk::QueryPool,
+    query: u32,
+) {
+    // SAFETY: the query was reset earlier in this command buffer and the queue family supports
+    // timestamps (the sorter creates the pool only then).
+    unsafe { device.cmd_write_timestamp(cmd, stage, pool, query) };
+}

@@ -1,0 +1,505 @@
+//! The standalone sorter: host slices in, sorted host slices out. Owns the pipelines, a command
+//! buffer, a fence, timestamp queries and buffers that grow as needed and are reused across calls.
+
+use std::time::Duration;
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::MemoryLocation;
+
+use crate::context::{Context, Shared};
+use crate::error::{Error, Result};
+use crate::keys::{key_flags, KeyKind, Order, SortKey};
+use crate::pipelines::{Kernels, Layouts};
+use crate::plan::{Plan, MAX_ELEMENTS};
+use crate::record::{self, RecordOptions, VulkanEncoder};
+use crate::shaders::Payload;
+
+/// How to create a [`Sorter`].
+#[derive(Clone, Debug, Default)]
+pub struct SorterDesc {
+    /// Caps the elements per tile of the local kernels (a power of two, at least 2). Smaller tiles
+    /// mean more global passes; tests use it to reach those passes at small sizes.
+    pub max_tile: Option<u32>,
+    /// Caps the workgroups per dispatch below the device's maxComputeWorkGroupCount[0], so that
+    /// the split-dispatch path can be exercised at small sizes.
+    pub max_workgroups_per_dispatch: Option<u32>,
+    /// How long to wait for the GPU to finish one sort (default two minutes).
+    pub timeout: Option<Duration>,
+    /// Test-only: leave out the barrier before this pass. The sort is then wrong on real GPUs;
+    /// this exists only to prove that the tests catch a missing barrier.
+    #[doc(hidden)]
+    pub drop_barrier_before_pass: Option<usize>,
+}
+
+/// What one sort did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SortStats {
+    /// Elements sorted.
+    pub n: usize,
+    /// Passes recorded (0 when n < 2: nothing to do).
+    pub passes: usize,
+    /// GPU time from the start of the first pass to the end of the last, from timestamp queries;
+    /// `None` where the queue has no timestamps or nothing ran.
+    pub gpu_time: Option<Duration>,
+}
+
+/// A buffer and its memory.
+struct Buffer {
+    raw: vk::Buffer,
+    allocation: Option<Allocation>,
+    size: u64,
+}
+
+impl Buffer {
+    fn new(shared: &Shared, what: &'static str, size: u64, usage: vk::BufferUsageFlags, location: MemoryLocation) -> Result<Buffer> {
+        let device = &shared.device;
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: `info` is complete; size is non-zero and within maxStorageBufferRange (checked
+        // by the sorter before any buffer is made).
+        let raw = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
+        // SAFETY: `raw` was just created on this device.
+        let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
+        let allocation = shared.allocator().allocate(&AllocationCreateDesc {
+            name: what,
+            requirements,
+            location,
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        });
+        let mut buffer = Buffer { raw, allocation: None, size };
+        match allocation {
+            Ok(a) => buffer.allocation = Some(a),
+            Err(e) => {
+                buffer.destroy(shared);
+                return Err(Error::alloc(what, size)(e));
+            }
+        }
+        // SAFETY: the memory handle is only used to bind this buffer; the allocation, which owns
+        // it, outlives the buffer (both are released together in `destroy`).
+        let memory = buffer.allocation.as_ref().map(|a| (unsafe { a.memory() }, a.offset())).unwrap_or_default();
+        // SAFETY: the allocation satisfies the buffer's requirements (the allocator was given them)
+        // and is bound once, before any use.
+        if let Err(e) = unsafe { device.bind_buffer_memory(raw, memory.0, memory.1) } {
+            buffer.destroy(shared);
+            return Err(Error::vk("vkBindBufferMemory")(e));
+        }
+        Ok(buffer)
+    }
+
+    fn mapped(&mut self) -> Result<&mut [u8]> {
+        self.allocation
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .ok_or(Error::Allocation { what: "staging", source: gpu_allocator::AllocationError::FailedToMap("not host-visible".into()) })
+    }
+
+    fn destroy(&mut self, shared: &Shared) {
+        // SAFETY: the buffer was created on this device and no submitted work uses it any more
+        // (the sorter waits for its fence before replacing or dropping buffers).
+        unsafe { shared.device.destroy_buffer(self.raw, None) };
+        if let Some(a) = self.allocation.take() {
+            // Freeing can only fail for an allocation of another allocator; nothing to recover.
+            let _ = shared.allocator().free(a);
+        }
+    }
+}
+
+/// Sorts host slices on the GPU. Pipelines, command buffer and buffers are made once and reused;
+/// the buffers grow to the largest input seen.
+pub struct Sorter {
+    ctx: Context,
+    desc: SorterDesc,
+    max_groups: u32,
+    timeout: Duration,
+    layouts: Layouts,
+    kernels: [Option<Kernels>; 2],
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    /// Whether the fence guards a submission not yet waited for (after a timeout).
+    pending: bool,
+    queries: vk::QueryPool,
+    descriptor_pool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    /// The buffers the descriptor set points at.
+    bound: (vk::Buffer, vk::Buffer),
+    keys: Option<Buffer>,
+    values: Option<Buffer>,
+    staging_keys: Option<Buffer>,
+    staging_values: Option<Buffer>,
+}
+
+impl std::fmt::Debug for Sorter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sorter").field("context", &self.ctx).field("desc", &self.desc).finish_non_exhaustive()
+    }
+}
+
+const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
+);
+const STAGING: vk::BufferUsageFlags =
+    vk::BufferUsageFlags::from_raw(vk::BufferUsageFlags::TRANSFER_SRC.as_raw() | vk::BufferUsageFlags::TRANSFER_DST.as_raw());
+
+impl Sorter {
+    /// Creates a sorter on `ctx`.
+    pub fn new(ctx: &Context, desc: &SorterDesc) -> Result<Sorter> {
+        let shared = &ctx.shared;
+        let device = &shared.device;
+        let limits = shared.info.limits;
+        let max_groups = match desc.max_workgroups_per_dispatch {
+            Some(0) => {
+                return Err(Error::InvalidOption {
+                    name: "max_workgroups_per_dispatch",
+                    value: "0".into(),
+                    reason: "must be at least 1",
+                })
+            }
+            Some(cap) => cap.min(limits.max_compute_work_group_count_x),
+            None => limits.max_compute_work_group_count_x,
+        };
+        // Validate the tile option before creating anything.
+        crate::pipelines::geometry_for(&limits, Payload::Pairs, desc.max_tile)?;
+        let mut sorter = Sorter {
+            ctx: ctx.clone(),
+            desc: desc.clone(),
+            max_groups,
+            timeout: desc.timeout.unwrap_or(Duration::from_secs(120)),
+            layouts: Layouts::new(device)?,
+            kernels: [None, None],
+            pool: vk::CommandPool::null(),
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            pending: false,
+            queries: vk::QueryPool::null(),
+            descriptor_pool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
+            bound: (vk::Buffer::null(), vk::Buffer::null()),
+            keys: None,
+            values: None,
+            staging_keys: None,
+            staging_values: None,
+        };
+        let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
+        // SAFETY (this and the creations below): `device` is live and each info is complete; every
+        // handle is stored in `sorter` at once, so its Drop destroys it on any later error.
+        sorter.pool = unsafe { device.create_command_pool(&info, None) }.map_err(Error::vk("vkCreateCommandPool"))?;
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(sorter.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: see above.
+        sorter.cmd = unsafe { device.allocate_command_buffers(&info) }.map_err(Error::vk("vkAllocateCommandBuffers"))?[0];
+        // SAFETY: see above.
+        sorter.fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(Error::vk("vkCreateFence"))?;
+        if limits.timestamp_valid_bits > 0 {
+            let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
+            // SAFETY: see above.
+            sorter.queries = unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
+        }
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
+        let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
+        // SAFETY: see above.
+        sorter.descriptor_pool =
+            unsafe { device.create_descriptor_pool(&info, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
+        let layouts = [sorter.layouts.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(sorter.descriptor_pool).set_layouts(&layouts);
+        // SAFETY: the pool has room for exactly this one set.
+        sorter.set = unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
+        Ok(sorter)
+    }
+
+    /// The context this sorter runs on.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The most elements one call can sort on this device.
+    pub fn max_elements(&self) -> u64 {
+        let l = &self.ctx.shared.info.limits;
+        (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4).min(MAX_ELEMENTS)
+    }
+
+    /// The passes a sort of `n` elements records.
+    pub fn plan(&mut self, n: usize, pairs: bool, kind: KeyKind, order: Order) -> Result<Plan> {
+        self.check_size(n)?;
+        let payload = if pairs { Payload::Pairs } else { Payload::Keys };
+        let geometry = self.kernels(payload)?.geometry;
+        Ok(Plan::new(n as u32, geometry, key_flags(kind, order)))
+    }
+
+    /// Sorts `keys` in place.
+    pub fn sort<K: SortKey>(&mut self, keys: &mut [K], order: Order) -> Result<SortStats> {
+        self.run(bytemuck::cast_slice_mut(keys), None, K::KIND, order)
+    }
+
+    /// Sorts `keys` in place and moves `values[i]` with `keys[i]`. Equal keys may come out in any
+    /// order.
+    pub fn sort_pairs<K: SortKey>(&mut self, keys: &mut [K], values: &mut [u32], order: Order) -> Result<SortStats> {
+        if keys.len() != values.len() {
+            return Err(Error::LengthMismatch { keys: keys.len(), values: values.len() });
+        }
+        self.run(bytemuck::cast_slice_mut(keys), Some(values), K::KIND, order)
+    }
+
+    fn check_size(&self, n: usize) -> Result<()> {
+        let l = &self.ctx.shared.info.limits;
+        let bytes = n as u64 * 4;
+        let max = self.max_elements();
+        let exceeded = [
+            ("maxStorageBufferRange", u64::from(l.max_storage_buffer_range)),
+            ("maxMemoryAllocationSize", l.max_memory_allocation_size),
+            ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * 4),
+        ]
+        .into_iter()
+        .find(|(_, value)| bytes > *value);
+        match exceeded {
+            Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max }),
+            None => Ok(()),
+        }
+    }
+
+    fn kernels(&mut self, payload: Payload) -> Result<&Kernels> {
+        let slot = payload as usize;
+        if self.kernels[slot].is_none() {
+            let shared = &self.ctx.shared;
+            self.kernels[slot] = Some(Kernels::new(&shared.device, &self.layouts, &shared.info.limits, payload, self.desc.max_tile)?);
+        }
+        Ok(self.kernels[slot].as_ref().expect("created just above"))
+    }
+
+    /// Waits for a submission left pending by an earlier timeout.
+    fn settle(&mut self) -> Result<()> {
+        if self.pending {
+            self.wait()?;
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        let device = &self.ctx.shared.device;
+        let nanos = u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: the fence belongs to this device.
+        match unsafe { device.wait_for_fences(&[self.fence], true, nanos) } {
+            Ok(()) => {
+                self.pending = false;
+                // SAFETY: the fence is signalled and no submission uses it any more.
+                unsafe { device.reset_fences(&[self.fence]) }.map_err(Error::vk("vkResetFences"))
+            }
+            Err(vk::Result::TIMEOUT) => Err(Error::Timeout(self.timeout)),
+            Err(e) => Err(Error::vk("vkWaitForFences")(e)),
+        }
+    }
+
+    /// Makes `slot` at least `bytes` long; returns whether it was replaced.
+    fn ensure(
+        shared: &Shared,
+        slot: &mut Option<Buffer>,
+        what: &'static str,
+        bytes: u64,
+        usage: vk::BufferUsageFlags,
+        location: MemoryLocation,
+    ) -> Result<()> {
+        if slot.as_ref().is_some_and(|b| b.size >= bytes) {
+            return Ok(());
+        }
+        if let Some(mut old) = slot.take() {
+            old.destroy(shared);
+        }
+        *slot = Some(Buffer::new(shared, what, bytes, usage, location)?);
+        Ok(())
+    }
+
+    fn run(&mut self, keys: &mut [u32], mut values: Option<&mut [u32]>, kind: KeyKind, order: Order) -> Result<SortStats> {
+        let n = keys.len();
+        if n < 2 {
+            return Ok(SortStats { n, ..SortStats::default() });
+        }
+        self.check_size(n)?;
+        self.settle()?;
+        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
+        let geometry = self.kernels(payload)?.geometry;
+        let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
+        let bytes = n as u64 * 4;
+
+        let shared = self.ctx.shared.clone();
+        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+        Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
+        if values.is_some() {
+            Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+            Self::ensure(&shared, &mut self.staging_values, "staging values", bytes, STAGING, MemoryLocation::GpuToCpu)?;
+        }
+        let (Some(device_keys), Some(staging_keys)) = (self.keys.as_mut(), self.staging_keys.as_mut()) else {
+            unreachable!("ensured above")
+        };
+        staging_keys.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
+        let keys_raw = device_keys.raw;
+        let mut copies_in = vec![(staging_keys.raw, device_keys.raw, bytes)];
+        let mut copies_out = vec![(device_keys.raw, staging_keys.raw, bytes)];
+        let values_raw = match (values.as_deref(), self.values.as_mut(), self.staging_values.as_mut()) {
+            (Some(v), Some(device_values), Some(staging_values)) => {
+                staging_values.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
+                copies_in.push((staging_values.raw, device_values.raw, bytes));
+                copies_out.push((device_values.raw, staging_values.raw, bytes));
+                device_values.raw
+            }
+            // Keys alone: binding 1 is not used by the keys-only kernels; it points at the keys so
+            // that every descriptor in the set is valid.
+            _ => keys_raw,
+        };
+        self.bind_buffers(keys_raw, values_raw);
+
+        self.record(&plan, payload, &copies_in, &copies_out)?;
+        self.submit()?;
+        self.wait()?;
+
+        let gpu_time = self.gpu_time()?;
+        let staging = self.staging_keys.as_mut().expect("ensured above");
+        keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
+        if let (Some(v), Some(staging)) = (values.as_deref_mut(), self.staging_values.as_mut()) {
+            v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
+        }
+        Ok(SortStats { n, passes: plan.passes.len(), gpu_time })
+    }
+
+    fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
+        if self.bound == (keys, values) {
+            return;
+        }
+        let infos = [keys, values].map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
+        let writes = [0, 1].map(|b| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(self.set)
+                .dst_binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&infos[b as usize])
+        });
+        // SAFETY: the set is not in use by the GPU (the previous submission was waited for) and
+        // both buffers are live storage buffers.
+        unsafe { self.ctx.shared.device.update_descriptor_sets(&writes, &[]) };
+        self.bound = (keys, values);
+    }
+
+    fn record(
+        &mut self,
+        plan: &Plan,
+        payload: Payload,
+        copies_in: &[(vk::Buffer, vk::Buffer, u64)],
+        copies_out: &[(vk::Buffer, vk::Buffer, u64)],
+    ) -> Result<()> {
+        let device = &self.ctx.shared.device;
+        let cmd = self.cmd;
+        // SAFETY: the command buffer is not pending (its last submission was waited for).
+        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
+            .map_err(Error::vk("vkResetCommandPool"))?;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the command buffer was just reset.
+        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
+        let timed = self.queries != vk::QueryPool::null();
+        if timed {
+            record::reset_queries(device, cmd, self.queries, 2);
+        }
+        // Host writes to staging are visible to transfers at submission; no barrier needed before.
+        record::copy(device, cmd, copies_in);
+        if timed {
+            record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 0);
+        }
+        // Upload copies before the first pass reads and writes the device buffers.
+        record::barrier(
+            device,
+            cmd,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+        );
+        let kernels = self.kernels[payload as usize].as_ref().expect("created by run before record");
+        record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
+        let mut encoder = VulkanEncoder { device, cmd, layout: self.layouts.pipeline_layout, pipelines: kernels.pipelines };
+        let options = RecordOptions {
+            max_groups_per_dispatch: self.max_groups,
+            drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
+        };
+        record::record_passes(&mut encoder, plan, &options);
+        if timed {
+            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 1);
+        }
+        // The last pass's writes before the download copies read the device buffers.
+        record::barrier(
+            device,
+            cmd,
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+        );
+        record::copy(device, cmd, copies_out);
+        // The download copies before the host reads staging (after the fence wait).
+        record::barrier(
+            device,
+            cmd,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+        );
+        // SAFETY: recording was begun above.
+        unsafe { device.end_command_buffer(cmd) }.map_err(Error::vk("vkEndCommandBuffer"))
+    }
+
+    fn submit(&mut self) -> Result<()> {
+        let shared = &self.ctx.shared;
+        let cmds = [self.cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        let queue = shared.queue();
+        // SAFETY: the queue is locked for the call (external synchronisation); the command buffer
+        // is fully recorded and the fence unsignalled.
+        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }.map_err(Error::vk("vkQueueSubmit"))?;
+        self.pending = true;
+        Ok(())
+    }
+
+    fn gpu_time(&self) -> Result<Option<Duration>> {
+        if self.queries == vk::QueryPool::null() {
+            return Ok(None);
+        }
+        let limits = &self.ctx.shared.info.limits;
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were written by the submission just waited for.
+        unsafe {
+            self.ctx.shared.device.get_query_pool_results(
+                self.queries,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        let mask = if limits.timestamp_valid_bits >= 64 { u64::MAX } else { (1u64 << limits.timestamp_valid_bits) - 1 };
+        let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
+        Ok(Some(Duration::from_nanos((delta as f64 * f64::from(limits.timestamp_period)) as u64)))
+    }
+}
+
+impl Drop for Sorter {
+    fn drop(&mut self) {
+        let shared = self.ctx.shared.clone();
+        let device = &shared.device;
+        if self.pending {
+            // SAFETY: the fence belongs to this device. Whatever the outcome (a lost device
+            // signals nothing), the objects below are destroyed: waiting longer could hang.
+            let _ = unsafe { device.wait_for_fences(&[self.fence], true, u64::MAX) };
+        }
+        for slot in [&mut self.keys, &mut self.values, &mut self.staging_keys, &mut self.staging_values] {
+            if let Some(mut b) = slot.take() {
+                b.destroy(&shared);
+            }
+        }
+        self.kernels = [None, None];
+        // SAFETY: no submission of this sorter is pending (waited above); each handle was created
+        // on this device by `new`, or is null, which the destroy calls ignore.
+        unsafe {
+            device.destroy_descriptor_pool(self.descriptor_pool, None);
+            device.destroy_query_pool(self.queries, None);
+            device.destroy_fence(self.fence, None);
+            device.destroy_command_pool(self.pool, None);
+        }
+    }
+}
