@@ -55,7 +55,10 @@ pub mod record;
 pub mod shaders;
 pub mod sorter;
 
-pub use context::{list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType};
+pub use context::{
+    list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector,
+    DeviceType,
+};
 pub use error::{Error, Result};
 pub use keys::{KeyKind, Order, SortKey};
 pub use sorter::{SortStats, Sorter, SorterDesc};

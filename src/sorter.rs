@@ -52,12 +52,22 @@ struct Buffer {
 }
 
 impl Buffer {
-    fn new(shared: &Shared, what: &'static str, size: u64, usage: vk::BufferUsageFlags, location: MemoryLocation) -> Result<Buffer> {
+    fn new(
+        shared: &Shared,
+        what: &'static str,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+        location: MemoryLocation,
+    ) -> Result<Buffer> {
         let device = &shared.device;
-        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: `info` is complete; size is non-zero and within maxStorageBufferRange (checked
         // by the sorter before any buffer is made).
-        let raw = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
+        let raw =
+            unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
         // SAFETY: `raw` was just created on this device.
         let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
         let allocation = shared.allocator().allocate(&AllocationCreateDesc {
@@ -67,7 +77,11 @@ impl Buffer {
             linear: true,
             allocation_scheme: AllocationScheme::GpuAllocatorManaged,
         });
-        let mut buffer = Buffer { raw, allocation: None, size };
+        let mut buffer = Buffer {
+            raw,
+            allocation: None,
+            size,
+        };
         match allocation {
             Ok(a) => buffer.allocation = Some(a),
             Err(e) => {
@@ -77,7 +91,11 @@ impl Buffer {
         }
         // SAFETY: the memory handle is only used to bind this buffer; the allocation, which owns
         // it, outlives the buffer (both are released together in `destroy`).
-        let memory = buffer.allocation.as_ref().map(|a| (unsafe { a.memory() }, a.offset())).unwrap_or_default();
+        let memory = buffer
+            .allocation
+            .as_ref()
+            .map(|a| (unsafe { a.memory() }, a.offset()))
+            .unwrap_or_default();
         // SAFETY: the allocation satisfies the buffer's requirements (the allocator was given them)
         // and is bound once, before any use.
         if let Err(e) = unsafe { device.bind_buffer_memory(raw, memory.0, memory.1) } {
@@ -91,7 +109,10 @@ impl Buffer {
         self.allocation
             .as_mut()
             .and_then(|a| a.mapped_slice_mut())
-            .ok_or(Error::Allocation { what: "staging", source: gpu_allocator::AllocationError::FailedToMap("not host-visible".into()) })
+            .ok_or(Error::Allocation {
+                what: "staging",
+                source: gpu_allocator::AllocationError::FailedToMap("not host-visible".into()),
+            })
     }
 
     fn destroy(&mut self, shared: &Shared) {
@@ -132,7 +153,10 @@ pub struct Sorter {
 
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sorter").field("context", &self.ctx).field("desc", &self.desc).finish_non_exhaustive()
+        f.debug_struct("Sorter")
+            .field("context", &self.ctx)
+            .field("desc", &self.desc)
+            .finish_non_exhaustive()
     }
 }
 
@@ -141,8 +165,9 @@ const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
         | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
 );
-const STAGING: vk::BufferUsageFlags =
-    vk::BufferUsageFlags::from_raw(vk::BufferUsageFlags::TRANSFER_SRC.as_raw() | vk::BufferUsageFlags::TRANSFER_DST.as_raw());
+const STAGING: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::TRANSFER_SRC.as_raw() | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
+);
 
 impl Sorter {
     /// Creates a sorter on `ctx`.
@@ -186,29 +211,43 @@ impl Sorter {
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
         // SAFETY (this and the creations below): `device` is live and each info is complete; every
         // handle is stored in `sorter` at once, so its Drop destroys it on any later error.
-        sorter.pool = unsafe { device.create_command_pool(&info, None) }.map_err(Error::vk("vkCreateCommandPool"))?;
+        sorter.pool = unsafe { device.create_command_pool(&info, None) }
+            .map_err(Error::vk("vkCreateCommandPool"))?;
         let info = vk::CommandBufferAllocateInfo::default()
             .command_pool(sorter.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: see above.
-        sorter.cmd = unsafe { device.allocate_command_buffers(&info) }.map_err(Error::vk("vkAllocateCommandBuffers"))?[0];
+        sorter.cmd = unsafe { device.allocate_command_buffers(&info) }
+            .map_err(Error::vk("vkAllocateCommandBuffers"))?[0];
         // SAFETY: see above.
-        sorter.fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(Error::vk("vkCreateFence"))?;
+        sorter.fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .map_err(Error::vk("vkCreateFence"))?;
         if limits.timestamp_valid_bits > 0 {
-            let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
+            let info = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(2);
             // SAFETY: see above.
-            sorter.queries = unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
+            sorter.queries = unsafe { device.create_query_pool(&info, None) }
+                .map_err(Error::vk("vkCreateQueryPool"))?;
         }
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
-        let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
+        let sizes = [vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::STORAGE_BUFFER,
+            descriptor_count: 2,
+        }];
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(1)
+            .pool_sizes(&sizes);
         // SAFETY: see above.
-        sorter.descriptor_pool =
-            unsafe { device.create_descriptor_pool(&info, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
+        sorter.descriptor_pool = unsafe { device.create_descriptor_pool(&info, None) }
+            .map_err(Error::vk("vkCreateDescriptorPool"))?;
         let layouts = [sorter.layouts.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(sorter.descriptor_pool).set_layouts(&layouts);
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(sorter.descriptor_pool)
+            .set_layouts(&layouts);
         // SAFETY: the pool has room for exactly this one set.
-        sorter.set = unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
+        sorter.set = unsafe { device.allocate_descriptor_sets(&info) }
+            .map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
         Ok(sorter)
     }
 
@@ -220,7 +259,8 @@ impl Sorter {
     /// The most elements one call can sort on this device.
     pub fn max_elements(&self) -> u64 {
         let l = &self.ctx.shared.info.limits;
-        (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4).min(MAX_ELEMENTS)
+        (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4)
+            .min(MAX_ELEMENTS)
     }
 
     /// The passes a sort of `n` elements records.
@@ -238,9 +278,17 @@ impl Sorter {
 
     /// Sorts `keys` in place and moves `values[i]` with `keys[i]`. Equal keys may come out in any
     /// order.
-    pub fn sort_pairs<K: SortKey>(&mut self, keys: &mut [K], values: &mut [u32], order: Order) -> Result<SortStats> {
+    pub fn sort_pairs<K: SortKey>(
+        &mut self,
+        keys: &mut [K],
+        values: &mut [u32],
+        order: Order,
+    ) -> Result<SortStats> {
         if keys.len() != values.len() {
-            return Err(Error::LengthMismatch { keys: keys.len(), values: values.len() });
+            return Err(Error::LengthMismatch {
+                keys: keys.len(),
+                values: values.len(),
+            });
         }
         self.run(bytemuck::cast_slice_mut(keys), Some(values), K::KIND, order)
     }
@@ -250,14 +298,26 @@ impl Sorter {
         let bytes = n as u64 * 4;
         let max = self.max_elements();
         let exceeded = [
-            ("maxStorageBufferRange", u64::from(l.max_storage_buffer_range)),
+            (
+                "maxStorageBufferRange",
+                u64::from(l.max_storage_buffer_range),
+            ),
             ("maxMemoryAllocationSize", l.max_memory_allocation_size),
-            ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * 4),
+            (
+                "the shaders' 32-bit indexing (2^31 elements)",
+                MAX_ELEMENTS * 4,
+            ),
         ]
         .into_iter()
         .find(|(_, value)| bytes > *value);
         match exceeded {
-            Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max }),
+            Some((limit, value)) => Err(Error::TooLarge {
+                n,
+                bytes,
+                limit,
+                value,
+                max,
+            }),
             None => Ok(()),
         }
     }
@@ -266,7 +326,13 @@ impl Sorter {
         let slot = payload as usize;
         if self.kernels[slot].is_none() {
             let shared = &self.ctx.shared;
-            self.kernels[slot] = Some(Kernels::new(&shared.device, &self.layouts, &shared.info.limits, payload, self.desc.max_tile)?);
+            self.kernels[slot] = Some(Kernels::new(
+                &shared.device,
+                &self.layouts,
+                &shared.info.limits,
+                payload,
+                self.desc.max_tile,
+            )?);
         }
         Ok(self.kernels[slot].as_ref().expect("created just above"))
     }
@@ -313,33 +379,80 @@ impl Sorter {
         Ok(())
     }
 
-    fn run(&mut self, keys: &mut [u32], mut values: Option<&mut [u32]>, kind: KeyKind, order: Order) -> Result<SortStats> {
+    fn run(
+        &mut self,
+        keys: &mut [u32],
+        mut values: Option<&mut [u32]>,
+        kind: KeyKind,
+        order: Order,
+    ) -> Result<SortStats> {
         let n = keys.len();
         if n < 2 {
-            return Ok(SortStats { n, ..SortStats::default() });
+            return Ok(SortStats {
+                n,
+                ..SortStats::default()
+            });
         }
         self.check_size(n)?;
         self.settle()?;
-        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
+        let payload = if values.is_some() {
+            Payload::Pairs
+        } else {
+            Payload::Keys
+        };
         let geometry = self.kernels(payload)?.geometry;
         let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
         let bytes = n as u64 * 4;
 
         let shared = self.ctx.shared.clone();
-        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
-        Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
+        Self::ensure(
+            &shared,
+            &mut self.keys,
+            "keys",
+            bytes,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        Self::ensure(
+            &shared,
+            &mut self.staging_keys,
+            "staging keys",
+            bytes,
+            STAGING,
+            MemoryLocation::GpuToCpu,
+        )?;
         if values.is_some() {
-            Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
-            Self::ensure(&shared, &mut self.staging_values, "staging values", bytes, STAGING, MemoryLocation::GpuToCpu)?;
+            Self::ensure(
+                &shared,
+                &mut self.values,
+                "values",
+                bytes,
+                STORAGE,
+                MemoryLocation::GpuOnly,
+            )?;
+            Self::ensure(
+                &shared,
+                &mut self.staging_values,
+                "staging values",
+                bytes,
+                STAGING,
+                MemoryLocation::GpuToCpu,
+            )?;
         }
-        let (Some(device_keys), Some(staging_keys)) = (self.keys.as_mut(), self.staging_keys.as_mut()) else {
+        let (Some(device_keys), Some(staging_keys)) =
+            (self.keys.as_mut(), self.staging_keys.as_mut())
+        else {
             unreachable!("ensured above")
         };
         staging_keys.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
         let keys_raw = device_keys.raw;
         let mut copies_in = vec![(staging_keys.raw, device_keys.raw, bytes)];
         let mut copies_out = vec![(device_keys.raw, staging_keys.raw, bytes)];
-        let values_raw = match (values.as_deref(), self.values.as_mut(), self.staging_values.as_mut()) {
+        let values_raw = match (
+            values.as_deref(),
+            self.values.as_mut(),
+            self.staging_values.as_mut(),
+        ) {
             (Some(v), Some(device_values), Some(staging_values)) => {
                 staging_values.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
                 copies_in.push((staging_values.raw, device_values.raw, bytes));
@@ -362,14 +475,24 @@ impl Sorter {
         if let (Some(v), Some(staging)) = (values.as_deref_mut(), self.staging_values.as_mut()) {
             v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
         }
-        Ok(SortStats { n, passes: plan.passes.len(), gpu_time })
+        Ok(SortStats {
+            n,
+            passes: plan.passes.len(),
+            gpu_time,
+        })
     }
 
     fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
         if self.bound == (keys, values) {
             return;
         }
-        let infos = [keys, values].map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
+        let infos = [keys, values].map(|buffer| {
+            [vk::DescriptorBufferInfo {
+                buffer,
+                offset: 0,
+                range: vk::WHOLE_SIZE,
+            }]
+        });
         let writes = [0, 1].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(self.set)
@@ -395,9 +518,11 @@ impl Sorter {
         // SAFETY: the command buffer is not pending (its last submission was waited for).
         unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
             .map_err(Error::vk("vkResetCommandPool"))?;
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let begin = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: the command buffer was just reset.
-        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
+        unsafe { device.begin_command_buffer(cmd, &begin) }
+            .map_err(Error::vk("vkBeginCommandBuffer"))?;
         let timed = self.queries != vk::QueryPool::null();
         if timed {
             record::reset_queries(device, cmd, self.queries, 2);
@@ -405,39 +530,73 @@ impl Sorter {
         // Host writes to staging are visible to transfers at submission; no barrier needed before.
         record::copy(device, cmd, copies_in);
         if timed {
-            record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 0);
+            record::timestamp(
+                device,
+                cmd,
+                vk::PipelineStageFlags::TRANSFER,
+                self.queries,
+                0,
+            );
         }
         // Upload copies before the first pass reads and writes the device buffers.
         record::barrier(
             device,
             cmd,
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+            (
+                vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::TRANSFER_WRITE,
+            ),
+            (
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+            ),
         );
-        let kernels = self.kernels[payload as usize].as_ref().expect("created by run before record");
+        let kernels = self.kernels[payload as usize]
+            .as_ref()
+            .expect("created by run before record");
         record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
-        let mut encoder = VulkanEncoder { device, cmd, layout: self.layouts.pipeline_layout, pipelines: kernels.pipelines };
+        let mut encoder = VulkanEncoder {
+            device,
+            cmd,
+            layout: self.layouts.pipeline_layout,
+            pipelines: kernels.pipelines,
+        };
         let options = RecordOptions {
             max_groups_per_dispatch: self.max_groups,
             drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
         };
         record::record_passes(&mut encoder, plan, &options);
         if timed {
-            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 1);
+            record::timestamp(
+                device,
+                cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                self.queries,
+                1,
+            );
         }
         // The last pass's writes before the download copies read the device buffers.
         record::barrier(
             device,
             cmd,
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+            (
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::SHADER_WRITE,
+            ),
+            (
+                vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::TRANSFER_READ,
+            ),
         );
         record::copy(device, cmd, copies_out);
         // The download copies before the host reads staging (after the fence wait).
         record::barrier(
             device,
             cmd,
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (
+                vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::TRANSFER_WRITE,
+            ),
             (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
         );
         // SAFETY: recording was begun above.
@@ -451,7 +610,8 @@ impl Sorter {
         let queue = shared.queue();
         // SAFETY: the queue is locked for the call (external synchronisation); the command buffer
         // is fully recorded and the fence unsignalled.
-        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }.map_err(Error::vk("vkQueueSubmit"))?;
+        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }
+            .map_err(Error::vk("vkQueueSubmit"))?;
         self.pending = true;
         Ok(())
     }
@@ -472,9 +632,15 @@ impl Sorter {
             )
         }
         .map_err(Error::vk("vkGetQueryPoolResults"))?;
-        let mask = if limits.timestamp_valid_bits >= 64 { u64::MAX } else { (1u64 << limits.timestamp_valid_bits) - 1 };
+        let mask = if limits.timestamp_valid_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << limits.timestamp_valid_bits) - 1
+        };
         let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
-        Ok(Some(Duration::from_nanos((delta as f64 * f64::from(limits.timestamp_period)) as u64)))
+        Ok(Some(Duration::from_nanos(
+            (delta as f64 * f64::from(limits.timestamp_period)) as u64,
+        )))
     }
 }
 
@@ -487,7 +653,12 @@ impl Drop for Sorter {
             // signals nothing), the objects below are destroyed: waiting longer could hang.
             let _ = unsafe { device.wait_for_fences(&[self.fence], true, u64::MAX) };
         }
-        for slot in [&mut self.keys, &mut self.values, &mut self.staging_keys, &mut self.staging_values] {
+        for slot in [
+            &mut self.keys,
+            &mut self.values,
+            &mut self.staging_keys,
+            &mut self.staging_values,
+        ] {
             if let Some(mut b) = slot.take() {
                 b.destroy(&shared);
             }

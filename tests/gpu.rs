@@ -1,0 +1,533 @@
+//! Sorts on the default Vulkan device (lavapipe in CI) with the validation layer and
+//! synchronization validation on, against an independent reference: the standard library's sort
+//! (`f32::total_cmp` for f32). Every result is compared bit for bit; pairs are checked as
+//! `out_key[i] == in_key[out_value[i]]` with the values a permutation.
+//!
+//! Environment, for runs on a real GPU:
+//! - `BITONIC_VK_TEST_LARGE_LOG2` (default 20): log2 of the size of the large-n test;
+//! - `BITONIC_VK_TEST_REPEAT` (default 3): how often the large-n test sorts fresh data;
+//! - `BITONIC_VK_TEST_DROP_BARRIER=last-flip` (or a pass index): the large-n test leaves that
+//!   barrier out and must then fail on a GPU that runs dispatches concurrently.
+
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use bitonic_vk::{Context, ContextDesc, Error, KeyKind, Order, Sorter, SorterDesc};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const KINDS: [KeyKind; 3] = [KeyKind::U32, KeyKind::I32, KeyKind::F32];
+const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
+
+fn context() -> &'static Context {
+    static CTX: OnceLock<Context> = OnceLock::new();
+    CTX.get_or_init(|| {
+        let ctx = Context::new(&ContextDesc {
+            validation: Some(true),
+            ..ContextDesc::default()
+        })
+        .unwrap_or_else(|e| panic!("creating the Vulkan context: {e}"));
+        eprintln!(
+            "testing on {} ({})",
+            ctx.device_info().name,
+            ctx.device_info().device_type
+        );
+        ctx
+    })
+}
+
+/// The shared sorter with default options, one test at a time.
+fn sorter() -> MutexGuard<'static, Sorter> {
+    static SORTER: OnceLock<Mutex<Sorter>> = OnceLock::new();
+    SORTER
+        .get_or_init(|| {
+            Mutex::new(
+                context()
+                    .sorter()
+                    .unwrap_or_else(|e| panic!("creating the sorter: {e}")),
+            )
+        })
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+fn assert_validation_clean() {
+    let errors = context().validation_errors();
+    assert!(
+        errors.is_empty(),
+        "validation errors:\n{}",
+        errors.join("\n")
+    );
+}
+
+fn rng(name: &str) -> StdRng {
+    let seed = std::env::var("BITONIC_VK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("{name}: seed {seed} (set BITONIC_VK_TEST_SEED to repeat)");
+    StdRng::seed_from_u64(seed)
+}
+
+fn env_u32(name: &str, default: u32) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The reference order of key bits of a kind.
+fn compare(kind: KeyKind, a: u32, b: u32) -> std::cmp::Ordering {
+    match kind {
+        KeyKind::U32 => a.cmp(&b),
+        KeyKind::I32 => (a as i32).cmp(&(b as i32)),
+        KeyKind::F32 => f32::from_bits(a).total_cmp(&f32::from_bits(b)),
+    }
+}
+
+/// Sorts key bits as the given kind on the GPU.
+fn gpu_sort(
+    sorter: &mut Sorter,
+    kind: KeyKind,
+    order: Order,
+    keys: &mut [u32],
+    values: Option<&mut [u32]>,
+) -> bitonic_vk::Result<usize> {
+    fn typed<K: bitonic_vk::SortKey>(
+        s: &mut Sorter,
+        k: &mut [u32],
+        v: Option<&mut [u32]>,
+        o: Order,
+    ) -> bitonic_vk::Result<usize> {
+        let k: &mut [K] = bytemuck::cast_slice_mut(k);
+        Ok(match v {
+            Some(v) => s.sort_pairs(k, v, o)?.passes,
+            None => s.sort(k, o)?.passes,
+        })
+    }
+    match kind {
+        KeyKind::U32 => typed::<u32>(sorter, keys, values, order),
+        KeyKind::I32 => typed::<i32>(sorter, keys, values, order),
+        KeyKind::F32 => typed::<f32>(sorter, keys, values, order),
+    }
+}
+
+/// Sorts `input` on the GPU (keys alone, or with values 0..n) and checks it against the reference.
+fn check(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u32], what: &str) {
+    let mut expect = input.to_vec();
+    expect.sort_by(|a, b| compare(kind, *a, *b));
+    if order == Order::Descending {
+        expect.reverse();
+    }
+    let mut keys = input.to_vec();
+    let mut values: Vec<u32> = (0..input.len() as u32).collect();
+    let what = format!(
+        "{what}: {kind:?} {order:?} {} n={}",
+        if pairs { "pairs" } else { "keys" },
+        input.len()
+    );
+    gpu_sort(
+        sorter,
+        kind,
+        order,
+        &mut keys,
+        pairs.then_some(&mut values[..]),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(i) = (0..keys.len()).find(|&i| keys[i] != expect[i]) {
+        panic!(
+            "{what}: key {i} is {:#010x}, the reference has {:#010x}",
+            keys[i], expect[i]
+        );
+    }
+    if pairs {
+        let mut seen = vec![false; input.len()];
+        for (i, &v) in values.iter().enumerate() {
+            assert!(
+                (v as usize) < input.len(),
+                "{what}: value {i} is {v}, out of range"
+            );
+            assert!(
+                !std::mem::replace(&mut seen[v as usize], true),
+                "{what}: value {v} appears twice"
+            );
+            assert_eq!(keys[i], input[v as usize], "{what}: pair {i} split");
+        }
+    }
+}
+
+/// Runs `check` for every key type, order and payload.
+fn check_all(sorter: &mut Sorter, input_for: impl Fn(KeyKind) -> Vec<u32>, what: &str) {
+    for kind in KINDS {
+        let input = input_for(kind);
+        for order in ORDERS {
+            for pairs in [false, true] {
+                check(sorter, kind, order, pairs, &input, what);
+            }
+        }
+    }
+}
+
+/// The bits of a small integer as a key of `kind`.
+fn num(kind: KeyKind, x: i64) -> u32 {
+    match kind {
+        KeyKind::F32 => (x as f32).to_bits(),
+        _ => x as i32 as u32,
+    }
+}
+
+fn tiles(sorter: &mut Sorter) -> (u32, u32) {
+    let mut tile = |pairs| {
+        sorter
+            .plan(2, pairs, KeyKind::U32, Order::Ascending)
+            .map(|p| p.geometry.tile())
+            .unwrap_or_else(|e| panic!("plan: {e}"))
+    };
+    (tile(false), tile(true))
+}
+
+#[test]
+fn sorts_awkward_sizes_for_every_key_type_order_and_payload() {
+    let mut rng = rng("awkward sizes");
+    let mut sorter = sorter();
+    let (keys_tile, pairs_tile) = tiles(&mut sorter);
+    let mut sizes: Vec<usize> = vec![0, 1, 2, 3, 5, 7, 11, 13, 17, 31, 97, 251, 1021];
+    for k in [4, 7, 10, 12, 14, 16] {
+        sizes.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
+    }
+    for tile in [keys_tile as usize, pairs_tile as usize] {
+        sizes.extend([tile - 1, tile, tile + 1, 2 * tile - 1, 2 * tile + 1]);
+    }
+    sizes.extend((0..4).map(|_| rng.random_range(2..200_000)));
+    sizes.sort_unstable();
+    sizes.dedup();
+    for n in sizes {
+        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        check_all(&mut sorter, |_| input.clone(), "random bits");
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn sorts_every_distribution() {
+    let mut rng = rng("distributions");
+    let mut sorter = sorter();
+    let (tile, _) = tiles(&mut sorter);
+    for n in [
+        1000usize,
+        tile as usize + 1,
+        3 * tile as usize + 17,
+        100_003,
+    ] {
+        let pool: Vec<i64> = (0..4).map(|_| rng.random_range(-1000..1000)).collect();
+        let random: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let distributions: Vec<(&str, Box<dyn Fn(KeyKind) -> Vec<u32>>)> = vec![
+            ("random", Box::new(|_| random.clone())),
+            ("all equal", Box::new(|k| vec![num(k, pool[0]); n])),
+            (
+                "few distinct",
+                Box::new(|k| {
+                    random
+                        .iter()
+                        .map(|r| num(k, pool[*r as usize % 4]))
+                        .collect()
+                }),
+            ),
+            (
+                "sorted",
+                Box::new(|k| {
+                    let mut v = random.clone();
+                    v.sort_by(|a, b| compare(k, *a, *b));
+                    v
+                }),
+            ),
+            (
+                "reversed",
+                Box::new(|k| {
+                    let mut v = random.clone();
+                    v.sort_by(|a, b| compare(k, *b, *a));
+                    v
+                }),
+            ),
+            (
+                "sawtooth",
+                Box::new(|k| (0..n).map(|i| num(k, (i % 97) as i64 - 48)).collect()),
+            ),
+            (
+                "zero-one",
+                Box::new(|k| random.iter().map(|r| num(k, i64::from(r & 1))).collect()),
+            ),
+            (
+                "min, max and zero",
+                Box::new(|k| {
+                    let extremes = match k {
+                        KeyKind::U32 => [0, u32::MAX, 0],
+                        KeyKind::I32 => [i32::MIN as u32, i32::MAX as u32, 0],
+                        _ => [f32::MIN.to_bits(), f32::MAX.to_bits(), 0],
+                    };
+                    random.iter().map(|r| extremes[*r as usize % 3]).collect()
+                }),
+            ),
+        ];
+        for (name, make) in &distributions {
+            check_all(&mut sorter, make, name);
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn f32_specials_sort_in_total_order() {
+    let mut rng = rng("f32 specials");
+    let mut sorter = sorter();
+    let specials: Vec<u32> = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::EPSILON,
+        1.0,
+        -1.0,
+    ]
+    .iter()
+    .map(|f| f.to_bits())
+    .chain([
+        0x7fc0_0000, // quiet NaN
+        0xffc0_0000, // negative quiet NaN
+        0x7f80_0001, // signalling NaN
+        0xff80_0001, // negative signalling NaN
+        0x7fff_ffff, // the largest +NaN
+        0xffff_ffff, // the smallest -NaN
+        0x0000_0001, // smallest subnormal
+        0x8000_0001, // its negative
+        0x007f_ffff, // largest subnormal
+        0x807f_ffff,
+    ])
+    .collect();
+    for n in [specials.len(), 100, 4097, 50_001] {
+        let input: Vec<u32> = (0..n)
+            .map(|i| {
+                if i < specials.len() {
+                    specials[i]
+                } else {
+                    specials[rng.random_range(0..specials.len())]
+                }
+            })
+            .collect();
+        for order in ORDERS {
+            for pairs in [false, true] {
+                check(
+                    &mut sorter,
+                    KeyKind::F32,
+                    order,
+                    pairs,
+                    &input,
+                    "f32 specials",
+                );
+            }
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
+    let mut rng = rng("extreme keys");
+    let mut sorter = sorter();
+    let (tile, pairs_tile) = tiles(&mut sorter);
+    // The largest key of each kind in ascending order, and the smallest for descending: the values
+    // a sentinel-padding sort would confuse with its padding.
+    let extremes = [
+        (KeyKind::U32, Order::Ascending, u32::MAX),
+        (KeyKind::I32, Order::Ascending, i32::MAX as u32),
+        (KeyKind::F32, Order::Ascending, f32::INFINITY.to_bits()),
+        (KeyKind::F32, Order::Ascending, 0x7fc0_0000),
+        (KeyKind::F32, Order::Ascending, 0x7fff_ffff),
+        (KeyKind::U32, Order::Descending, 0),
+        (KeyKind::I32, Order::Descending, i32::MIN as u32),
+        (KeyKind::F32, Order::Descending, f32::NEG_INFINITY.to_bits()),
+        (KeyKind::F32, Order::Descending, 0xffff_ffff),
+    ];
+    for n in [
+        1000usize,
+        pairs_tile as usize * 2 + 1,
+        tile as usize * 3 - 1,
+        70_001,
+    ] {
+        for (kind, order, extreme) in extremes {
+            for percent in [10, 30, 50] {
+                let input: Vec<u32> = (0..n)
+                    .map(|_| {
+                        if rng.random_range(0..100) < percent {
+                            extreme
+                        } else {
+                            rng.random()
+                        }
+                    })
+                    .collect();
+                check(
+                    &mut sorter,
+                    kind,
+                    order,
+                    true,
+                    &input,
+                    &format!("{percent}% = {extreme:#x}"),
+                );
+                check(
+                    &mut sorter,
+                    kind,
+                    order,
+                    false,
+                    &input,
+                    &format!("{percent}% = {extreme:#x}"),
+                );
+            }
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn split_dispatches_and_small_tiles_sort_correctly() {
+    let mut rng = rng("split dispatches");
+    for (max_tile, max_groups) in [
+        (Some(64), Some(3)),
+        (Some(2), None),
+        (Some(16), Some(1)),
+        (None, Some(2)),
+    ] {
+        let desc = SorterDesc {
+            max_tile,
+            max_workgroups_per_dispatch: max_groups,
+            ..SorterDesc::default()
+        };
+        let mut sorter =
+            Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        let sizes: &[usize] = if max_tile == Some(2) {
+            &[3, 100, 1025]
+        } else {
+            &[2, 65, 1000, 10_007, 40_000]
+        };
+        for &n in sizes {
+            let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+            check_all(&mut sorter, |_| input.clone(), &format!("{desc:?}"));
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn buffers_grow_and_are_reused_across_calls() {
+    let mut rng = rng("reuse");
+    let mut sorter = sorter();
+    for n in [10usize, 100_000, 17, 300_000, 5] {
+        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        check(
+            &mut sorter,
+            KeyKind::U32,
+            Order::Ascending,
+            n % 2 == 0,
+            &input,
+            "reuse",
+        );
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn large_sort_is_correct_every_time() {
+    let log2 = env_u32("BITONIC_VK_TEST_LARGE_LOG2", 20);
+    let repeat = env_u32("BITONIC_VK_TEST_REPEAT", 3);
+    let mut rng = rng("large");
+    let mut desc = SorterDesc::default();
+    if let Ok(which) = std::env::var("BITONIC_VK_TEST_DROP_BARRIER") {
+        let plan = sorter()
+            .plan(1 << log2, false, KeyKind::U32, Order::Ascending)
+            .unwrap_or_else(|e| panic!("plan: {e}"));
+        let pass = if which == "last-flip" {
+            plan.last_flip_pass()
+        } else {
+            which.parse().ok()
+        };
+        eprintln!("dropping the barrier before pass {pass:?} of {}: this test is expected to fail on a GPU", plan.passes.len());
+        desc.drop_barrier_before_pass = pass;
+    }
+    let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter: {e}"));
+    for n in [1usize << log2, (1 << log2) - 3] {
+        for round in 0..repeat {
+            let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+            for pairs in [false, true] {
+                check(
+                    &mut sorter,
+                    KeyKind::U32,
+                    Order::Ascending,
+                    pairs,
+                    &input,
+                    &format!("large, round {round}"),
+                );
+            }
+        }
+    }
+    eprintln!("large: n = 2^{log2} and 2^{log2}-3, {repeat} rounds of keys and pairs, all correct");
+    assert_validation_clean();
+}
+
+#[test]
+fn mismatched_lengths_are_an_error() {
+    let mut sorter = sorter();
+    let mut keys = vec![3u32, 1, 2];
+    let mut values = vec![0u32; 2];
+    match sorter.sort_pairs(&mut keys, &mut values, Order::Ascending) {
+        Err(Error::LengthMismatch { keys: 3, values: 2 }) => {}
+        other => panic!("expected LengthMismatch, got {other:?}"),
+    }
+    assert_eq!(keys, [3, 1, 2], "input left untouched");
+}
+
+#[test]
+fn more_elements_than_a_buffer_can_hold_is_an_error_naming_the_limit() {
+    let mut sorter = sorter();
+    let max = sorter.max_elements();
+    if max > 1 << 28 {
+        eprintln!("skipped: this device takes {max} elements, too many to allocate here");
+        return;
+    }
+    let mut keys = vec![0u32; max as usize + 1];
+    match sorter.sort(&mut keys, Order::Ascending) {
+        Err(e @ Error::TooLarge { .. }) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("maxStorageBufferRange")
+                    || message.contains("maxMemoryAllocationSize"),
+                "{message}"
+            );
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_options_are_errors() {
+    for desc in [
+        SorterDesc {
+            max_tile: Some(3),
+            ..SorterDesc::default()
+        },
+        SorterDesc {
+            max_tile: Some(1),
+            ..SorterDesc::default()
+        },
+        SorterDesc {
+            max_workgroups_per_dispatch: Some(0),
+            ..SorterDesc::default()
+        },
+    ] {
+        match Sorter::new(context(), &desc) {
+            Err(Error::InvalidOption { .. }) => {}
+            other => panic!("{desc:?}: expected InvalidOption, got {other:?}"),
+        }
+    }
+}
