@@ -111,8 +111,8 @@ fn gpu_sort(
     }
 }
 
-/// Sorts `input` on the GPU (keys alone, or with values 0..n) and checks it against the reference.
-fn check(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u32], what: &str) {
+/// Sorts `input` on the GPU (keys alone, or with values 0..n) and compares it with the reference.
+fn verify(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u32], what: &str) -> Result<(), String> {
     let mut expect = input.to_vec();
     expect.sort_by(|a, b| compare(kind, *a, *b));
     if order == Order::Descending {
@@ -120,38 +120,30 @@ fn check(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &
     }
     let mut keys = input.to_vec();
     let mut values: Vec<u32> = (0..input.len() as u32).collect();
-    let what = format!(
-        "{what}: {kind:?} {order:?} {} n={}",
-        if pairs { "pairs" } else { "keys" },
-        input.len()
-    );
-    gpu_sort(
-        sorter,
-        kind,
-        order,
-        &mut keys,
-        pairs.then_some(&mut values[..]),
-    )
-    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let what = format!("{what}: {kind:?} {order:?} {} n={}", if pairs { "pairs" } else { "keys" }, input.len());
+    gpu_sort(sorter, kind, order, &mut keys, pairs.then_some(&mut values[..])).map_err(|e| format!("{what}: {e}"))?;
     if let Some(i) = (0..keys.len()).find(|&i| keys[i] != expect[i]) {
-        panic!(
-            "{what}: key {i} is {:#010x}, the reference has {:#010x}",
-            keys[i], expect[i]
-        );
+        let wrong = (0..keys.len()).filter(|&i| keys[i] != expect[i]).count();
+        return Err(format!("{what}: key {i} is {:#010x}, the reference has {:#010x} ({wrong} keys differ)", keys[i], expect[i]));
     }
     if pairs {
         let mut seen = vec![false; input.len()];
         for (i, &v) in values.iter().enumerate() {
-            assert!(
-                (v as usize) < input.len(),
-                "{what}: value {i} is {v}, out of range"
-            );
-            assert!(
-                !std::mem::replace(&mut seen[v as usize], true),
-                "{what}: value {v} appears twice"
-            );
-            assert_eq!(keys[i], input[v as usize], "{what}: pair {i} split");
+            if v as usize >= input.len() || std::mem::replace(&mut seen[v as usize], true) {
+                return Err(format!("{what}: value {i} is {v}, out of range or seen before"));
+            }
+            if keys[i] != input[v as usize] {
+                return Err(format!("{what}: pair {i} split"));
+            }
         }
+    }
+    Ok(())
+}
+
+/// [`verify`], failing the test on any difference.
+fn check(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u32], what: &str) {
+    if let Err(message) = verify(sorter, kind, order, pairs, input, what) {
+        panic!("{message}");
     }
 }
 
@@ -439,39 +431,47 @@ fn buffers_grow_and_are_reused_across_calls() {
 
 #[test]
 fn large_sort_is_correct_every_time() {
-    let log2 = env_u32("BITONIC_VK_TEST_LARGE_LOG2", 20);
+    let log2 = env_u32("BITONIC_VK_TEST_LARGE_LOG2", 20).max(14);
     let repeat = env_u32("BITONIC_VK_TEST_REPEAT", 3);
+    let drop = std::env::var("BITONIC_VK_TEST_DROP_BARRIER").ok();
     let mut rng = rng("large");
-    let mut desc = SorterDesc::default();
-    if let Ok(which) = std::env::var("BITONIC_VK_TEST_DROP_BARRIER") {
-        let plan = sorter()
-            .plan(1 << log2, false, KeyKind::U32, Order::Ascending)
-            .unwrap_or_else(|e| panic!("plan: {e}"));
-        let pass = if which == "last-flip" {
-            plan.last_flip_pass()
-        } else {
-            which.parse().ok()
-        };
-        eprintln!("dropping the barrier before pass {pass:?} of {}: this test is expected to fail on a GPU", plan.passes.len());
-        desc.drop_barrier_before_pass = pass;
-    }
-    let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter: {e}"));
-    for n in [1usize << log2, (1 << log2) - 3] {
-        for round in 0..repeat {
-            let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-            for pairs in [false, true] {
-                check(
-                    &mut sorter,
-                    KeyKind::U32,
-                    Order::Ascending,
-                    pairs,
-                    &input,
-                    &format!("large, round {round}"),
+    // Every other power of two up to the largest, so that passes both fit in one wave of
+    // workgroups (where concurrent passes race hardest) and span many waves.
+    let mut sizes: Vec<usize> = (14..=log2).rev().step_by(2).map(|k| 1usize << k).collect();
+    sizes.push((1 << log2) - 3);
+    let mut failures = Vec::new();
+    let mut sorts = 0;
+    for &n in &sizes {
+        for pairs in [false, true] {
+            let mut desc = SorterDesc::default();
+            if let Some(which) = &drop {
+                let plan = sorter().plan(n, pairs, KeyKind::U32, Order::Ascending).unwrap_or_else(|e| panic!("plan: {e}"));
+                desc.drop_barrier_before_pass = match which.as_str() {
+                    "last-flip" => plan.last_flip_pass(),
+                    "after-last-flip" => plan.last_flip_pass().map(|p| p + 1),
+                    index => index.parse().ok(),
+                };
+                eprintln!(
+                    "n={n} pairs={pairs}: dropping the barrier before pass {:?} of {}; a GPU should now fail",
+                    desc.drop_barrier_before_pass,
+                    plan.passes.len()
                 );
             }
+            let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter: {e}"));
+            let mut failed = 0;
+            for round in 0..repeat {
+                let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+                sorts += 1;
+                if let Err(message) = verify(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("round {round}")) {
+                    failed += 1;
+                    failures.push(message);
+                }
+            }
+            eprintln!("n={n} pairs={pairs}: {failed} of {repeat} sorts wrong");
         }
     }
-    eprintln!("large: n = 2^{log2} and 2^{log2}-3, {repeat} rounds of keys and pairs, all correct");
+    assert!(failures.is_empty(), "{} of {sorts} large sorts wrong:\n{}", failures.len(), failures.join("\n"));
+    eprintln!("large: sizes {sizes:?}, {repeat} rounds of keys and pairs each, {sorts} sorts, all correct");
     assert_validation_clean();
 }
 
