@@ -64,8 +64,7 @@ pub struct ContextDesc {
 impl ContextDesc {
     fn validation(&self) -> bool {
         self.validation.unwrap_or_else(|| {
-            std::env::var(VALIDATION_ENV)
-                .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
+            std::env::var(VALIDATION_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
         })
     }
 
@@ -188,10 +187,7 @@ pub fn list_devices(desc: &ContextDesc) -> Result<DeviceList> {
     let instance = InstanceGuard::new(false)?;
     let devices = instance.devices()?;
     let chosen = choose(&devices, desc)?;
-    Ok(DeviceList {
-        devices: devices.into_iter().map(|(_, info)| info).collect(),
-        chosen,
-    })
+    Ok(DeviceList { devices: devices.into_iter().map(|(_, info)| info).collect(), chosen })
 }
 
 /// Messages of the validation layer.
@@ -212,11 +208,7 @@ unsafe extern "system" fn on_validation_message(
     let message = unsafe { data.as_ref() }
         .filter(|d| !d.p_message.is_null())
         // SAFETY: checked non-null just above; the layer keeps it alive for the call.
-        .map(|d| {
-            unsafe { CStr::from_ptr(d.p_message) }
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|d| unsafe { CStr::from_ptr(d.p_message) }.to_string_lossy().into_owned())
         .unwrap_or_default();
     eprintln!("[validation {severity:?}] {message}");
     if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
@@ -247,16 +239,12 @@ impl InstanceGuard {
     fn new(validation: bool) -> Result<InstanceGuard> {
         // SAFETY: loading the system's Vulkan loader runs its initialisers; the library stays
         // loaded as long as the Entry (kept in the guard, dropped after the instance).
-        let entry =
-            unsafe { ash::Entry::load() }.map_err(|e| Error::LoaderMissing(e.to_string()))?;
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::LoaderMissing(e.to_string()))?;
         if validation {
             // SAFETY: plain query of the loader.
             let layers = unsafe { entry.enumerate_instance_layer_properties() }
                 .map_err(Error::vk("vkEnumerateInstanceLayerProperties"))?;
-            if !layers
-                .iter()
-                .any(|l| l.layer_name_as_c_str().is_ok_and(|n| n == VALIDATION_LAYER))
-            {
+            if !layers.iter().any(|l| l.layer_name_as_c_str().is_ok_and(|n| n == VALIDATION_LAYER)) {
                 return Err(Error::ValidationLayerMissing);
             }
         }
@@ -267,16 +255,14 @@ impl InstanceGuard {
         let layers = [VALIDATION_LAYER.as_ptr()];
         let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
         let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
-        let mut features =
-            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
+        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
         let log = Box::new(ValidationLog::default());
         // One description for the messenger chained to instance creation (messages of
         // vkCreateInstance/vkDestroyInstance) and a copy, unchained, for the lasting one.
         let messenger_info = || {
             vk::DebugUtilsMessengerCreateInfoEXT::default()
                 .message_severity(
-                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
-                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
                 )
                 .message_type(
                     vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
@@ -301,11 +287,7 @@ impl InstanceGuard {
             vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoDevice,
             e => Error::vk("vkCreateInstance")(e),
         })?;
-        let mut guard = InstanceGuard {
-            _entry: entry,
-            raw,
-            messenger: None,
-        };
+        let mut guard = InstanceGuard { _entry: entry, raw, messenger: None };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&guard._entry, &guard.raw);
             // SAFETY: the instance was created with VK_EXT_debug_utils; the callback's user data is
@@ -319,13 +301,9 @@ impl InstanceGuard {
 
     fn devices(&self) -> Result<Vec<(vk::PhysicalDevice, DeviceInfo)>> {
         // SAFETY: the instance is live.
-        let physical = unsafe { self.raw.enumerate_physical_devices() }
-            .map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
-        Ok(physical
-            .into_iter()
-            .enumerate()
-            .map(|(index, pd)| (pd, self.describe(index, pd)))
-            .collect())
+        let physical =
+            unsafe { self.raw.enumerate_physical_devices() }.map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
+        Ok(physical.into_iter().enumerate().map(|(index, pd)| (pd, self.describe(index, pd))).collect())
     }
 
     fn describe(&self, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
@@ -336,9 +314,8 @@ impl InstanceGuard {
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
         if props.api_version >= vk::API_VERSION_1_1 {
-            let mut props2 = vk::PhysicalDeviceProperties2::default()
-                .push_next(&mut subgroup)
-                .push_next(&mut maintenance3);
+            let mut props2 =
+                vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
             if props.api_version >= vk::API_VERSION_1_2 {
                 props2 = props2.push_next(&mut driver);
             }
@@ -350,14 +327,8 @@ impl InstanceGuard {
             if props.api_version >= vk::API_VERSION_1_2 {
                 driver_name = format!(
                     "{} {}",
-                    driver
-                        .driver_name_as_c_str()
-                        .map(|c| c.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    driver
-                        .driver_info_as_c_str()
-                        .map(|c| c.to_string_lossy().into_owned())
-                        .unwrap_or_default()
+                    driver.driver_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+                    driver.driver_info_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
                 );
             }
         }
@@ -369,19 +340,12 @@ impl InstanceGuard {
             .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0)
             .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
             .collect();
-        let family = compute
-            .iter()
-            .find(|(_, bits)| *bits > 0)
-            .or(compute.first())
-            .copied();
+        let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
         let l = &props.limits;
         let v = props.api_version;
         DeviceInfo {
             index,
-            name: props
-                .device_name_as_c_str()
-                .map(|c| c.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            name: props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
             device_type: DeviceType::from_vk(props.device_type),
             api_version: format!(
                 "{}.{}.{}",
@@ -422,20 +386,14 @@ impl Drop for InstanceGuard {
 
 /// Index in `devices` of the device `desc` chooses.
 fn choose(devices: &[(vk::PhysicalDevice, DeviceInfo)], desc: &ContextDesc) -> Result<usize> {
-    let usable: Vec<&DeviceInfo> = devices
-        .iter()
-        .map(|(_, d)| d)
-        .filter(|d| d.usable())
-        .collect();
+    let usable: Vec<&DeviceInfo> = devices.iter().map(|(_, d)| d).filter(|d| d.usable()).collect();
     match desc.selector() {
         Some((selector, origin)) => {
             let found = match &selector {
                 DeviceSelector::Index(i) => usable.iter().find(|d| d.index == *i),
                 DeviceSelector::Name(name) => {
                     let name = name.to_lowercase();
-                    usable
-                        .iter()
-                        .find(|d| d.name.to_lowercase().contains(&name))
+                    usable.iter().find(|d| d.name.to_lowercase().contains(&name))
                 }
             };
             found.map(|d| d.index).ok_or_else(|| Error::NoSuchDevice {
@@ -444,19 +402,11 @@ fn choose(devices: &[(vk::PhysicalDevice, DeviceInfo)], desc: &ContextDesc) -> R
                 available: if usable.is_empty() {
                     "none".to_owned()
                 } else {
-                    usable
-                        .iter()
-                        .map(|d| format!("{}: {}", d.index, d.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    usable.iter().map(|d| format!("{}: {}", d.index, d.name)).collect::<Vec<_>>().join(", ")
                 },
             })
         }
-        None => usable
-            .iter()
-            .min_by_key(|d| (d.device_type.rank(), d.index))
-            .map(|d| d.index)
-            .ok_or(Error::NoDevice),
+        None => usable.iter().min_by_key(|d| (d.device_type.rank(), d.index)).map(|d| d.index).ok_or(Error::NoDevice),
     }
 }
 
@@ -501,9 +451,7 @@ pub struct Context {
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
-            .field("device", &self.shared.info.name)
-            .finish_non_exhaustive()
+        f.debug_struct("Context").field("device", &self.shared.info.name).finish_non_exhaustive()
     }
 }
 
@@ -516,13 +464,12 @@ impl Context {
         let (physical, info) = devices[chosen].clone();
         let queue_family = info.compute_queue_family.ok_or(Error::NoDevice)?;
         let priorities = [1.0];
-        let queues = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(queue_family)
-            .queue_priorities(&priorities)];
+        let queues =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
         let create = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
         // SAFETY: `physical` belongs to the live instance and the queue family index came from it.
-        let device = unsafe { instance.raw.create_device(physical, &create, None) }
-            .map_err(Error::vk("vkCreateDevice"))?;
+        let device =
+            unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
         // SAFETY: queue 0 of this family was requested at device creation.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let allocator = Allocator::new(&AllocatorCreateDesc {
@@ -549,9 +496,7 @@ impl Context {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             instance,
         };
-        Ok(Context {
-            shared: Arc::new(shared),
-        })
+        Ok(Context { shared: Arc::new(shared) })
     }
 
     /// The chosen device.

@@ -22,9 +22,7 @@ pub enum Error {
     NoDevice,
 
     /// A device was asked for by index or name and none matches.
-    #[error(
-        "no Vulkan device matches `{selector}` (from {origin}); available devices: {available}"
-    )]
+    #[error("no Vulkan device matches `{selector}` (from {origin}); available devices: {available}")]
     NoSuchDevice {
         /// What was asked for.
         selector: String,
@@ -131,10 +129,7 @@ impl Error {
     }
 
     /// Maps an allocator failure for `what` of `bytes` bytes.
-    pub(crate) fn alloc(
-        what: &'static str,
-        bytes: u64,
-    ) -> impl Fn(gpu_allocator::AllocationError) -> Error {
+    pub(crate) fn alloc(what: &'static str, bytes: u64) -> impl Fn(gpu_allocator::AllocationError) -> Error {
         move |source| match source {
             gpu_allocator::AllocationError::OutOfMemory => Error::OutOfMemory { what, bytes },
             source => Error::Allocation { what, source },

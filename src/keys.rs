@@ -62,12 +62,7 @@ const SIGN: u32 = 0x8000_0000;
 
 /// The `flags` bits for a key kind and order (without the load/store bits).
 pub(crate) fn key_flags(kind: KeyKind, order: Order) -> u32 {
-    kind.flag_bits()
-        | if order == Order::Descending {
-            FLAG_DESCENDING
-        } else {
-            0
-        }
+    kind.flag_bits() | if order == Order::Descending { FLAG_DESCENDING } else { 0 }
 }
 
 /// Key bits to order image, as `to_image` in the shaders does for these `flags`.
@@ -87,11 +82,7 @@ pub fn to_image(bits: u32, flags: u32) -> u32 {
 
 /// Order image back to key bits: the inverse of [`to_image`].
 pub fn from_image(image: u32, flags: u32) -> u32 {
-    let bits = if flags & FLAG_DESCENDING != 0 {
-        !image
-    } else {
-        image
-    };
+    let bits = if flags & FLAG_DESCENDING != 0 { !image } else { image };
     match flags & crate::push::KEY_KIND_MASK {
         KEY_I32 => bits ^ SIGN,
         KEY_F32 if bits & SIGN != 0 => bits ^ SIGN,
@@ -162,10 +153,7 @@ mod tests {
         for &a in &v {
             for &b in &v {
                 let asc_i = flags::<i32>(Order::Ascending);
-                assert_eq!(
-                    to_image(a, asc_i).cmp(&to_image(b, asc_i)),
-                    (a as i32).cmp(&(b as i32))
-                );
+                assert_eq!(to_image(a, asc_i).cmp(&to_image(b, asc_i)), (a as i32).cmp(&(b as i32)));
                 let asc_u = flags::<u32>(Order::Ascending);
                 assert_eq!(to_image(a, asc_u).cmp(&to_image(b, asc_u)), a.cmp(&b));
                 let desc_u = flags::<u32>(Order::Descending);
@@ -183,11 +171,7 @@ mod tests {
             for order in [Order::Ascending, Order::Descending] {
                 let f = key_flags(kind, order);
                 for &b in &bits {
-                    assert_eq!(
-                        from_image(to_image(b, f), f),
-                        b,
-                        "{kind:?} {order:?} {b:#x}"
-                    );
+                    assert_eq!(from_image(to_image(b, f), f), b, "{kind:?} {order:?} {b:#x}");
                 }
             }
         }

@@ -56,8 +56,7 @@ pub mod shaders;
 pub mod sorter;
 
 pub use context::{
-    list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector,
-    DeviceType,
+    list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType,
 };
 pub use error::{Error, Result};
 pub use keys::{KeyKind, Order, SortKey};

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
 use bitonic_vk::{
-    list_devices, Context, ContextDesc, DeviceSelector, DeviceType, Error, Order, SortKey, Sorter,
-    SorterDesc,
+    list_devices, Context, ContextDesc, DeviceSelector, DeviceType, Error, Order, SortKey, Sorter, SorterDesc,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rand::{Rng, SeedableRng};
@@ -42,10 +41,7 @@ struct GpuArgs {
 impl GpuArgs {
     fn desc(&self) -> ContextDesc {
         ContextDesc {
-            device: self
-                .device
-                .as_deref()
-                .map(|d| d.parse().unwrap_or(DeviceSelector::Name(d.to_owned()))),
+            device: self.device.as_deref().map(|d| d.parse().unwrap_or(DeviceSelector::Name(d.to_owned()))),
             validation: self.validation.then_some(true),
         }
     }
@@ -103,27 +99,25 @@ struct BenchArgs {
     /// Seed of the random keys.
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
+    /// Cap the elements per tile of the local kernels (a power of two); the default is the
+    /// largest that fits the device's shared memory.
+    #[arg(long, value_name = "ELEMENTS")]
+    max_tile: Option<u32>,
+    /// After each size, sort once more with a timestamp after every pass and print each pass's
+    /// GPU time and bandwidth.
+    #[arg(long)]
+    per_pass: bool,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let value = match s.split_once('^') {
         Some(("2", exp)) => {
-            let exp: u32 = exp
-                .parse()
-                .map_err(|_| format!("`{s}`: the exponent must be a whole number"))?;
-            1u64.checked_shl(exp)
-                .filter(|_| exp < 63)
-                .ok_or_else(|| format!("`{s}` is too large"))?
+            let exp: u32 = exp.parse().map_err(|_| format!("`{s}`: the exponent must be a whole number"))?;
+            1u64.checked_shl(exp).filter(|_| exp < 63).ok_or_else(|| format!("`{s}` is too large"))?
         }
-        Some(_) => {
-            return Err(format!(
-                "`{s}`: only powers of two are written with ^ (such as 2^20)"
-            ))
-        }
-        None => s
-            .parse()
-            .map_err(|_| format!("`{s}` is not a size: write a number or a power such as 2^20"))?,
+        Some(_) => return Err(format!("`{s}`: only powers of two are written with ^ (such as 2^20)")),
+        None => s.parse().map_err(|_| format!("`{s}` is not a size: write a number or a power such as 2^20"))?,
     };
     Ok(value)
 }
@@ -168,8 +162,8 @@ fn main() -> ExitCode {
 
 /// Reads a file of 4-byte little-endian words.
 fn read_words(path: &Path, what: &str) -> Result<Vec<u32>, Failure> {
-    let bytes = fs::read(path)
-        .map_err(|e| Failure::Input(anyhow!("cannot read {what} file {}: {e}", path.display())))?;
+    let bytes =
+        fs::read(path).map_err(|e| Failure::Input(anyhow!("cannot read {what} file {}: {e}", path.display())))?;
     if bytes.len() % 4 != 0 {
         return Err(Failure::Input(anyhow!(
             "{what} file {} is {} bytes, not a multiple of 4: it must hold raw little-endian 4-byte {what}",
@@ -177,10 +171,7 @@ fn read_words(path: &Path, what: &str) -> Result<Vec<u32>, Failure> {
             bytes.len()
         )));
     }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 /// A temporary file beside `path`, renamed over it only once it is complete.
@@ -190,10 +181,7 @@ fn staged_output(path: &Path) -> Result<tempfile::NamedTempFile, Failure> {
         _ => Path::new("."),
     };
     if path.is_dir() {
-        return Err(Failure::Input(anyhow!(
-            "cannot write output {}: it is a directory",
-            path.display()
-        )));
+        return Err(Failure::Input(anyhow!("cannot write output {}: it is a directory", path.display())));
     }
     tempfile::Builder::new()
         .prefix(".bitonic-vk-")
@@ -254,11 +242,7 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
     if keys.len() > 1 {
         let ctx = Context::new(&gpu.desc())?;
         let mut sorter = ctx.sorter()?;
-        let order = if args.descending {
-            Order::Descending
-        } else {
-            Order::Ascending
-        };
+        let order = if args.descending { Order::Descending } else { Order::Ascending };
         let v = values.as_deref_mut();
         match args.key_type {
             KeyType::U32 => sort_as::<u32>(&mut sorter, &mut keys, v, order),
@@ -272,21 +256,11 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
         _ => None,
     };
     if let Some((file, path)) = values_out {
-        file.persist(path).map_err(|e| {
-            Failure::Run(anyhow!(
-                "cannot write output {}: {}",
-                path.display(),
-                e.error
-            ))
-        })?;
+        file.persist(path).map_err(|e| Failure::Run(anyhow!("cannot write output {}: {}", path.display(), e.error)))?;
     }
-    keys_out.persist(&args.output).map_err(|e| {
-        Failure::Run(anyhow!(
-            "cannot write output {}: {}",
-            args.output.display(),
-            e.error
-        ))
-    })?;
+    keys_out
+        .persist(&args.output)
+        .map_err(|e| Failure::Run(anyhow!("cannot write output {}: {}", args.output.display(), e.error)))?;
     Ok(())
 }
 
@@ -301,36 +275,17 @@ fn devices(gpu: &GpuArgs) -> Result<(), Failure> {
             d.name,
             d.device_type,
             d.api_version,
-            if d.driver.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", d.driver)
-            }
+            if d.driver.is_empty() { String::new() } else { format!(", {}", d.driver) }
         );
         if !d.usable() {
             println!("      not usable: needs a compute queue and Vulkan 1.1");
         }
-        println!(
-            "      maxComputeSharedMemorySize     {} bytes",
-            l.max_compute_shared_memory_size
-        );
+        println!("      maxComputeSharedMemorySize     {} bytes", l.max_compute_shared_memory_size);
         println!("      subgroup size                  {}", l.subgroup_size);
-        println!(
-            "      maxComputeWorkGroupCount[0]    {}",
-            l.max_compute_work_group_count_x
-        );
-        println!(
-            "      maxComputeWorkGroupInvocations {}",
-            l.max_compute_work_group_invocations
-        );
-        println!(
-            "      maxStorageBufferRange          {} bytes",
-            l.max_storage_buffer_range
-        );
-        println!(
-            "      maxMemoryAllocationSize        {} bytes",
-            l.max_memory_allocation_size
-        );
+        println!("      maxComputeWorkGroupCount[0]    {}", l.max_compute_work_group_count_x);
+        println!("      maxComputeWorkGroupInvocations {}", l.max_compute_work_group_invocations);
+        println!("      maxStorageBufferRange          {} bytes", l.max_storage_buffer_range);
+        println!("      maxMemoryAllocationSize        {} bytes", l.max_memory_allocation_size);
         if l.timestamp_valid_bits > 0 {
             println!(
                 "      timestamps                     {} valid bits, {} ns per tick",
@@ -351,14 +306,14 @@ fn median(sorted: &[Duration]) -> Duration {
 fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
-    let mut sorter = Sorter::new(&ctx, &SorterDesc::default())?;
+    let desc = SorterDesc { max_tile: args.max_tile, ..SorterDesc::default() };
+    let mut sorter = Sorter::new(&ctx, &desc)?;
     let cpu = info.device_type == DeviceType::Cpu;
-    println!(
-        "device: {} ({}, Vulkan {})",
-        info.name, info.device_type, info.api_version
-    );
+    println!("device: {} ({}, Vulkan {})", info.name, info.device_type, info.api_version);
     if cpu {
-        println!("note: this is a CPU implementation of Vulkan (such as lavapipe), not a GPU: its times measure the CPU");
+        println!(
+            "note: this is a CPU implementation of Vulkan (such as lavapipe), not a GPU: its times measure the CPU"
+        );
     }
     let mut sizes = args.sizes.clone();
     if sizes.is_empty() {
@@ -408,12 +363,7 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
             wall_times.sort();
             let ms = |d: Duration| format!("{:.4}", d.as_secs_f64() * 1e3);
             let (med, min, max, rate) = if gpu_times.is_empty() {
-                (
-                    "-".to_owned(),
-                    "-".to_owned(),
-                    "-".to_owned(),
-                    "-".to_owned(),
-                )
+                ("-".to_owned(), "-".to_owned(), "-".to_owned(), "-".to_owned())
             } else {
                 let m = median(&gpu_times);
                 (
@@ -428,39 +378,56 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
                 if pairs { "pairs" } else { "keys" },
                 ms(median(&wall_times))
             );
+            if args.per_pass {
+                print_passes(&ctx, &desc, &input, pairs)?;
+            }
         }
     }
     println!("gpu ms: timestamps from the first pass to the last, over {} runs after {} warm-up runs; wall ms includes upload and download", args.reps, args.warmup);
     Ok(())
 }
 
+/// Sorts `input` once with a timestamp after every pass and prints what each pass cost.
+fn print_passes(ctx: &Context, desc: &SorterDesc, input: &[u32], pairs: bool) -> Result<(), Failure> {
+    let mut sorter = Sorter::new(ctx, &SorterDesc { pass_timestamps: true, ..desc.clone() })?;
+    let plan = sorter.plan(input.len(), pairs, bitonic_vk::KeyKind::U32, Order::Ascending)?;
+    let mut keys = input.to_vec();
+    let mut values: Vec<u32> = (0..input.len() as u32).collect();
+    let stats = if pairs {
+        sorter.sort_pairs(&mut keys, &mut values, Order::Ascending)?
+    } else {
+        sorter.sort(&mut keys, Order::Ascending)?
+    };
+    // Every pass reads and writes each element once at most (keys, and values with pairs).
+    let bytes = input.len() as f64 * if pairs { 8.0 } else { 4.0 } * 2.0;
+    println!("    {:>4} {:>12} {:>5} {:>10} {:>3} {:>10} {:>10} {:>8}", "pass", "kind", "stage", "inc", "dir", "groups", "us", "GB/s");
+    for (i, (pass, time)) in plan.passes.iter().zip(&stats.pass_times).enumerate() {
+        let us = time.as_secs_f64() * 1e6;
+        println!(
+            "    {i:>4} {:>12} {:>5} {:>10} {:>3} {:>10} {us:>10.2} {:>8.0}",
+            pass.kind.name(),
+            pass.stage,
+            pass.push.inc,
+            pass.push.dir,
+            pass.workgroups,
+            bytes / us / 1e3
+        );
+    }
+    Ok(())
+}
+
 /// Checks a result against the CPU's sort: keys in order, and each value pointing at an input key
 /// equal to the key beside it, with every value used once.
-fn check(
-    input: &[u32],
-    expect: &[u32],
-    keys: &[u32],
-    values: Option<&[u32]>,
-) -> anyhow::Result<()> {
+fn check(input: &[u32], expect: &[u32], keys: &[u32], values: Option<&[u32]>) -> anyhow::Result<()> {
     if let Some(i) = (0..keys.len()).find(|&i| keys[i] != expect[i]) {
-        anyhow::bail!(
-            "wrong result: key {i} is {} but the CPU sort has {}",
-            keys[i],
-            expect[i]
-        );
+        anyhow::bail!("wrong result: key {i} is {} but the CPU sort has {}", keys[i], expect[i]);
     }
     if let Some(values) = values {
         let mut seen = vec![false; input.len()];
         for (i, &v) in values.iter().enumerate() {
-            let slot = seen
-                .get_mut(v as usize)
-                .ok_or_else(|| anyhow!("value {i} is {v}, out of range"))?;
+            let slot = seen.get_mut(v as usize).ok_or_else(|| anyhow!("value {i} is {v}, out of range"))?;
             anyhow::ensure!(!std::mem::replace(slot, true), "value {v} appears twice");
-            anyhow::ensure!(
-                input[v as usize] == keys[i],
-                "pair {i} split: key {} with value {v}",
-                keys[i]
-            );
+            anyhow::ensure!(input[v as usize] == keys[i], "pair {i} split: key {} with value {v}", keys[i]);
         }
     }
     Ok(())

@@ -6,9 +6,7 @@
 
 use crate::keys::{from_image, to_image};
 use crate::plan::{Geometry, PassKind};
-use crate::push::{
-    PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD,
-};
+use crate::push::{PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
 use crate::record::Encoder;
 
 /// One recorded command.
@@ -108,12 +106,9 @@ impl Trace {
                 Command::Barrier => steps.push(Step::Barrier),
                 Command::Dispatch(groups) => {
                     let kind = kind.expect("dispatch before a pipeline was bound");
-                    let push: PushConstants =
-                        push.expect("dispatch before push constants were set");
+                    let push: PushConstants = push.expect("dispatch before push constants were set");
                     assert_eq!(push.n, n, "push constants name another element count");
-                    steps.push(Step::Dispatch(expand_dispatch(
-                        kind, push, groups, geometry,
-                    )));
+                    steps.push(Step::Dispatch(expand_dispatch(kind, push, groups, geometry)));
                 }
             }
         }
@@ -143,11 +138,7 @@ impl Trace {
                     for &e in &d.touched {
                         let previous = last[e as usize];
                         if previous > fence && previous - 1 != index {
-                            hazards.push(Hazard {
-                                element: e,
-                                earlier: previous - 1,
-                                later: index,
-                            });
+                            hazards.push(Hazard { element: e, earlier: previous - 1, later: index });
                         }
                         last[e as usize] = index + 1;
                     }
@@ -189,9 +180,7 @@ impl Trace {
         for d in self.dispatches() {
             let complement = d.push.flags & FLAG_DESCENDING != 0;
             if complement && d.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0 {
-                d.touched
-                    .iter()
-                    .for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
+                d.touched.iter().for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
             }
             for &(lo, hi) in &d.comparators {
                 let (a, b) = (lanes[lo as usize], lanes[hi as usize]);
@@ -199,21 +188,14 @@ impl Trace {
                 lanes[hi as usize] = a | b;
             }
             if complement && d.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0 {
-                d.touched
-                    .iter()
-                    .for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
+                d.touched.iter().for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
             }
         }
     }
 }
 
 /// The comparators and accesses of one dispatch, following the shaders' index rules.
-fn expand_dispatch(
-    kind: PassKind,
-    push: PushConstants,
-    groups: u32,
-    geometry: Geometry,
-) -> Dispatch {
+fn expand_dispatch(kind: PassKind, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
     let n = push.n;
     let mut comparators = Vec::new();
     let mut touched = Vec::new();
@@ -224,11 +206,7 @@ fn expand_dispatch(
                 for invocation in 0..geometry.global_wg {
                     let c = group * geometry.global_wg + invocation;
                     let lo = low_index(c, inc);
-                    let hi = if push.dir != 0 {
-                        lo ^ (2 * inc - 1)
-                    } else {
-                        lo + inc
-                    };
+                    let hi = if push.dir != 0 { lo ^ (2 * inc - 1) } else { lo + inc };
                     if hi < n {
                         comparators.push((lo, hi));
                         touched.extend([lo, hi]);
@@ -270,12 +248,7 @@ fn expand_dispatch(
             }
         }
     }
-    Dispatch {
-        kind,
-        push,
-        comparators,
-        touched,
-    }
+    Dispatch { kind, push, comparators, touched }
 }
 
 #[cfg(test)]
@@ -286,10 +259,8 @@ mod tests {
     use crate::record::{record_passes, RecordOptions};
     use rand::{Rng, SeedableRng};
 
-    const ALL_GROUPS: RecordOptions = RecordOptions {
-        max_groups_per_dispatch: u32::MAX,
-        drop_barrier_before_pass: None,
-    };
+    const ALL_GROUPS: RecordOptions =
+        RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: None };
 
     fn trace(n: u32, geometry: Geometry, flags: u32, options: RecordOptions) -> (Plan, Trace) {
         let plan = Plan::new(n, geometry, flags);
@@ -302,28 +273,13 @@ mod tests {
         let mut v = Vec::new();
         for tile_log2 in [1, 2, 3] {
             for global_wg in [1, 2, 4] {
-                v.push((
-                    Geometry {
-                        tile_log2,
-                        global_wg,
-                    },
-                    ALL_GROUPS,
-                ));
+                v.push((Geometry { tile_log2, global_wg }, ALL_GROUPS));
             }
         }
         // Split dispatches: one or two workgroups per dispatch.
         for max in [1, 2] {
-            let split = RecordOptions {
-                max_groups_per_dispatch: max,
-                drop_barrier_before_pass: None,
-            };
-            v.push((
-                Geometry {
-                    tile_log2: 2,
-                    global_wg: 2,
-                },
-                split,
-            ));
+            let split = RecordOptions { max_groups_per_dispatch: max, drop_barrier_before_pass: None };
+            v.push((Geometry { tile_log2: 2, global_wg: 2 }, split));
         }
         v
     }
@@ -338,30 +294,17 @@ mod tests {
                     let mut first = 0u64;
                     while first < inputs {
                         let live = (inputs - first).min(64);
-                        let mask = if live == 64 {
-                            u64::MAX
-                        } else {
-                            (1 << live) - 1
-                        };
-                        let mut lanes: Vec<u64> = (0..n)
-                            .map(|i| {
-                                (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b))
-                            })
-                            .collect();
-                        let ones: Vec<u32> = (0..live)
-                            .map(|b| ((first + b) as u32).count_ones())
-                            .collect();
+                        let mask = if live == 64 { u64::MAX } else { (1 << live) - 1 };
+                        let mut lanes: Vec<u64> =
+                            (0..n).map(|i| (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b))).collect();
+                        let ones: Vec<u32> = (0..live).map(|b| ((first + b) as u32).count_ones()).collect();
                         trace.run_bitsliced(&mut lanes);
                         for b in 0..live as usize {
                             let out: Vec<u64> = lanes.iter().map(|w| (w >> b) & 1).collect();
                             let k = ones[b] as usize;
                             let expect: Vec<u64> = match order {
-                                Order::Ascending => (0..n as usize)
-                                    .map(|i| u64::from(i >= n as usize - k))
-                                    .collect(),
-                                Order::Descending => {
-                                    (0..n as usize).map(|i| u64::from(i < k)).collect()
-                                }
+                                Order::Ascending => (0..n as usize).map(|i| u64::from(i >= n as usize - k)).collect(),
+                                Order::Descending => (0..n as usize).map(|i| u64::from(i < k)).collect(),
                             };
                             assert_eq!(
                                 out,
@@ -378,14 +321,7 @@ mod tests {
         }
     }
 
-    fn check_pairs(
-        kind: KeyKind,
-        order: Order,
-        input: &[u32],
-        keys: &[u32],
-        values: &[u32],
-        what: &str,
-    ) {
+    fn check_pairs(kind: KeyKind, order: Order, input: &[u32], keys: &[u32], values: &[u32], what: &str) {
         let cmp = |a: &u32, b: &u32| match kind {
             KeyKind::U32 => a.cmp(b),
             KeyKind::I32 => (*a as i32).cmp(&(*b as i32)),
@@ -399,10 +335,7 @@ mod tests {
         assert_eq!(keys, &expect[..], "{what}");
         let mut seen = vec![false; input.len()];
         for (i, &v) in values.iter().enumerate() {
-            assert!(
-                !std::mem::replace(&mut seen[v as usize], true),
-                "{what}: value {v} twice"
-            );
+            assert!(!std::mem::replace(&mut seen[v as usize], true), "{what}: value {v} twice");
             assert_eq!(keys[i], input[v as usize], "{what}: pair {i} split");
         }
     }
@@ -411,22 +344,10 @@ mod tests {
     fn sorts_random_pairs_of_every_length_up_to_several_tiles() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
         for (geometry, options) in [
+            (Geometry { tile_log2: 4, global_wg: 8 }, ALL_GROUPS),
             (
-                Geometry {
-                    tile_log2: 4,
-                    global_wg: 8,
-                },
-                ALL_GROUPS,
-            ),
-            (
-                Geometry {
-                    tile_log2: 3,
-                    global_wg: 4,
-                },
-                RecordOptions {
-                    max_groups_per_dispatch: 3,
-                    drop_barrier_before_pass: None,
-                },
+                Geometry { tile_log2: 3, global_wg: 4 },
+                RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None },
             ),
         ] {
             for n in 0..=(5 << geometry.tile_log2) + 3 {
@@ -435,9 +356,7 @@ mod tests {
                         let (_, trace) = trace(n, geometry, key_flags(kind, order), options);
                         // Few distinct keys, so equal keys are common.
                         let input: Vec<u32> = (0..n)
-                            .map(|_| {
-                                [0, 1, 0x8000_0000, u32::MAX, rng.random()][rng.random_range(0..5)]
-                            })
+                            .map(|_| [0, 1, 0x8000_0000, u32::MAX, rng.random()][rng.random_range(0..5)])
                             .collect();
                         let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
                         trace.run(&mut keys, Some(&mut values));
@@ -457,29 +376,14 @@ mod tests {
 
     #[test]
     fn sorts_around_the_real_tile_size() {
-        let geometry = Geometry {
-            tile_log2: 13,
-            global_wg: 256,
-        };
+        let geometry = Geometry { tile_log2: 13, global_wg: 256 };
         let mut rng = rand::rngs::StdRng::seed_from_u64(99);
         for n in [8191u32, 8192, 8193, 16383, 16385, 3 * 8192 + 7] {
-            let (_, trace) = trace(
-                n,
-                geometry,
-                key_flags(KeyKind::F32, Order::Ascending),
-                ALL_GROUPS,
-            );
+            let (_, trace) = trace(n, geometry, key_flags(KeyKind::F32, Order::Ascending), ALL_GROUPS);
             let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
             let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
             trace.run(&mut keys, Some(&mut values));
-            check_pairs(
-                KeyKind::F32,
-                Order::Ascending,
-                &input,
-                &keys,
-                &values,
-                &format!("n={n}"),
-            );
+            check_pairs(KeyKind::F32, Order::Ascending, &input, &keys, &values, &format!("n={n}"));
             assert!(trace.hazards().is_empty());
         }
     }
@@ -491,11 +395,7 @@ mod tests {
                 let (plan, trace) = trace(n, geometry, 0, options);
                 assert_eq!(trace.hazards(), vec![], "{geometry:?} {options:?} n={n}");
                 // Every pass after the first reads elements an earlier pass wrote.
-                let barriers = trace
-                    .steps
-                    .iter()
-                    .filter(|s| matches!(s, Step::Barrier))
-                    .count();
+                let barriers = trace.steps.iter().filter(|s| matches!(s, Step::Barrier)).count();
                 assert_eq!(barriers, plan.passes.len().saturating_sub(1));
             }
         }
@@ -503,44 +403,26 @@ mod tests {
 
     #[test]
     fn a_dropped_barrier_is_reported_as_a_hazard() {
-        let geometry = Geometry {
-            tile_log2: 2,
-            global_wg: 2,
-        };
+        let geometry = Geometry { tile_log2: 2, global_wg: 2 };
         for n in [5u32, 9, 17, 100, 257] {
             let plan = Plan::new(n, geometry, 0);
             for dropped in 1..plan.passes.len() {
-                let options = RecordOptions {
-                    max_groups_per_dispatch: u32::MAX,
-                    drop_barrier_before_pass: Some(dropped),
-                };
+                let options =
+                    RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: Some(dropped) };
                 let (_, trace) = trace(n, geometry, 0, options);
-                assert!(
-                    !trace.hazards().is_empty(),
-                    "n={n}: dropping the barrier before pass {dropped} went unseen"
-                );
+                assert!(!trace.hazards().is_empty(), "n={n}: dropping the barrier before pass {dropped} went unseen");
             }
         }
     }
 
     #[test]
     fn each_dispatch_of_a_split_pass_covers_distinct_workgroups() {
-        let geometry = Geometry {
-            tile_log2: 2,
-            global_wg: 2,
-        };
+        let geometry = Geometry { tile_log2: 2, global_wg: 2 };
         let n = 200;
         let (_, whole) = trace(n, geometry, 0, ALL_GROUPS);
-        let split = RecordOptions {
-            max_groups_per_dispatch: 3,
-            drop_barrier_before_pass: None,
-        };
+        let split = RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None };
         let (_, parts) = trace(n, geometry, 0, split);
-        let all = |t: &Trace| {
-            t.dispatches()
-                .flat_map(|d| d.comparators.clone())
-                .collect::<Vec<_>>()
-        };
+        let all = |t: &Trace| t.dispatches().flat_map(|d| d.comparators.clone()).collect::<Vec<_>>();
         assert_eq!(all(&whole), all(&parts));
         assert!(parts.dispatches().count() > whole.dispatches().count());
     }

@@ -14,8 +14,9 @@ use crate::shaders::{spirv, Payload};
 pub const MAX_TILE: u32 = 1 << 14;
 /// Invocations per workgroup of global_merge, before the device's limits.
 const GLOBAL_WG: u32 = 256;
-/// Invocations per workgroup of the local kernels, before the device's limits.
-const LOCAL_WG_MAX: u32 = 256;
+/// Invocations per workgroup of the local kernels, before the device's limits. On the H100, 1024
+/// ran the local kernels faster than 256 at every tile size tried (`bench --max-tile`).
+const LOCAL_WG_MAX: u32 = 1024;
 
 fn prev_power_of_two(x: u32) -> u32 {
     if x == 0 {
@@ -27,17 +28,12 @@ fn prev_power_of_two(x: u32) -> u32 {
 
 /// The tile and workgroup sizes for a payload on a device: the largest power-of-two tile whose
 /// keys (and values) fit in maxComputeSharedMemorySize, capped by [`MAX_TILE`] and `max_tile`.
-pub fn geometry_for(
-    limits: &DeviceLimits,
-    payload: Payload,
-    max_tile: Option<u32>,
-) -> Result<(Geometry, u32)> {
+pub fn geometry_for(limits: &DeviceLimits, payload: Payload, max_tile: Option<u32>) -> Result<(Geometry, u32)> {
     let bytes_per_element = match payload {
         Payload::Keys => 4,
         Payload::Pairs => 8,
     };
-    let mut tile =
-        prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
+    let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
     if let Some(cap) = max_tile {
         if cap < 2 || !cap.is_power_of_two() {
             return Err(Error::InvalidOption {
@@ -48,11 +44,8 @@ pub fn geometry_for(
         }
         tile = tile.min(cap);
     }
-    let invocations = prev_power_of_two(
-        limits
-            .max_compute_work_group_invocations
-            .min(limits.max_compute_work_group_size_x),
-    );
+    let invocations =
+        prev_power_of_two(limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size_x));
     if tile < 2 || invocations == 0 {
         return Err(Error::InvalidOption {
             name: "device limits",
@@ -64,10 +57,7 @@ pub fn geometry_for(
         });
     }
     let local_wg = (tile / 2).min(LOCAL_WG_MAX).min(invocations);
-    let geometry = Geometry {
-        tile_log2: tile.trailing_zeros(),
-        global_wg: GLOBAL_WG.min(invocations),
-    };
+    let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations) };
     Ok((geometry, local_wg))
 }
 
@@ -103,13 +93,11 @@ impl Layouts {
             size: std::mem::size_of::<PushConstants>() as u32,
         }];
         let set_layouts = [layouts.set_layout];
-        let info = vk::PipelineLayoutCreateInfo::default()
-            .set_layouts(&set_layouts)
-            .push_constant_ranges(&ranges);
+        let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
         // SAFETY: the set layout was just created on `device`; 24 bytes is within the 128-byte
         // minimum of maxPushConstantsSize.
-        layouts.pipeline_layout = unsafe { device.create_pipeline_layout(&info, None) }
-            .map_err(Error::vk("vkCreatePipelineLayout"))?;
+        layouts.pipeline_layout =
+            unsafe { device.create_pipeline_layout(&info, None) }.map_err(Error::vk("vkCreatePipelineLayout"))?;
         Ok(layouts)
     }
 }
@@ -119,10 +107,8 @@ impl Drop for Layouts {
         // SAFETY: both were created on `device` by `new` (or are null, which destroy ignores), and
         // the pipelines and descriptor sets that use them are destroyed first by their owners.
         unsafe {
-            self.device
-                .destroy_pipeline_layout(self.pipeline_layout, None);
-            self.device
-                .destroy_descriptor_set_layout(self.set_layout, None);
+            self.device.destroy_pipeline_layout(self.pipeline_layout, None);
+            self.device.destroy_descriptor_set_layout(self.set_layout, None);
         }
     }
 }
@@ -143,21 +129,12 @@ impl Kernels {
         max_tile: Option<u32>,
     ) -> Result<Kernels> {
         let (geometry, local_wg) = geometry_for(limits, payload, max_tile)?;
-        let mut kernels = Kernels {
-            device: device.clone(),
-            pipelines: [vk::Pipeline::null(); 3],
-            geometry,
-        };
+        let mut kernels = Kernels { device: device.clone(), pipelines: [vk::Pipeline::null(); 3], geometry };
         for (slot, kind) in PassKind::ALL.into_iter().enumerate() {
-            let wg = if kind == PassKind::GlobalMerge {
-                geometry.global_wg
-            } else {
-                local_wg
-            };
+            let wg = if kind == PassKind::GlobalMerge { geometry.global_wg } else { local_wg };
             // Specialization constants: 0 = WG_SIZE, 1 = TILE (unused by global_merge).
             let data: [u32; 2] = [wg, geometry.tile()];
-            kernels.pipelines[slot] =
-                create_pipeline(device, layouts.pipeline_layout, spirv(kind, payload), &data)?;
+            kernels.pipelines[slot] = create_pipeline(device, layouts.pipeline_layout, spirv(kind, payload), &data)?;
         }
         Ok(kernels)
     }
@@ -171,24 +148,15 @@ fn create_pipeline(
 ) -> Result<vk::Pipeline> {
     let info = vk::ShaderModuleCreateInfo::default().code(code);
     // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
-    let module = unsafe { device.create_shader_module(&info, None) }
-        .map_err(Error::vk("vkCreateShaderModule"))?;
-    let entries = [0u32, 1].map(|id| vk::SpecializationMapEntry {
-        constant_id: id,
-        offset: id * 4,
-        size: 4,
-    });
-    let specialization = vk::SpecializationInfo::default()
-        .map_entries(&entries)
-        .data(bytemuck::cast_slice(data));
+    let module = unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))?;
+    let entries = [0u32, 1].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(data));
     let stage = vk::PipelineShaderStageCreateInfo::default()
         .stage(vk::ShaderStageFlags::COMPUTE)
         .module(module)
         .name(c"main")
         .specialization_info(&specialization);
-    let info = [vk::ComputePipelineCreateInfo::default()
-        .stage(stage)
-        .layout(layout)];
+    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
     // SAFETY: the module and layout are live objects of `device`; the specialization data holds
     // the two u32 constants the map entries describe.
     let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };

@@ -32,11 +32,7 @@ pub enum PassKind {
 
 impl PassKind {
     /// Every kind, in the order the pipelines are kept.
-    pub const ALL: [PassKind; 3] = [
-        PassKind::TileSort,
-        PassKind::GlobalMerge,
-        PassKind::LocalMerge,
-    ];
+    pub const ALL: [PassKind; 3] = [PassKind::TileSort, PassKind::GlobalMerge, PassKind::LocalMerge];
 
     /// The kernel's name as in `glsl/`.
     pub fn name(self) -> &'static str {
@@ -100,20 +96,12 @@ impl Plan {
         debug_assert!(u64::from(n) <= MAX_ELEMENTS);
         let mut passes = Vec::new();
         if n < 2 {
-            return Plan {
-                n,
-                geometry,
-                passes,
-            };
+            return Plan { n, geometry, passes };
         }
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
         let tiles = n.div_ceil(geometry.tile());
-        let base = PushConstants {
-            n,
-            flags: key_flags,
-            ..PushConstants::default()
-        };
+        let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
         let last_flag = |stage: u32| {
             if stage == levels {
                 FLAG_FROM_IMAGE_ON_STORE
@@ -139,37 +127,24 @@ impl Plan {
                     kind: PassKind::GlobalMerge,
                     stage,
                     workgroups: comparators(n, inc).div_ceil(geometry.global_wg),
-                    push: PushConstants {
-                        inc,
-                        dir: u32::from(j == stage - 1),
-                        ..base
-                    },
+                    push: PushConstants { inc, dir: u32::from(j == stage - 1), ..base },
                 });
             }
             passes.push(Pass {
                 kind: PassKind::LocalMerge,
                 stage,
                 workgroups: tiles,
-                push: PushConstants {
-                    flags: key_flags | last_flag(stage),
-                    ..base
-                },
+                push: PushConstants { flags: key_flags | last_flag(stage), ..base },
             });
         }
-        Plan {
-            n,
-            geometry,
-            passes,
-        }
+        Plan { n, geometry, passes }
     }
 
     /// Index of the first pass of the last stage: the pass that reads, in its first workgroup, what
     /// the last workgroup of the pass before it wrote. Dropping the barrier before it is the
     /// surest way to expose a missing barrier on a real GPU.
     pub fn last_flip_pass(&self) -> Option<usize> {
-        self.passes
-            .iter()
-            .rposition(|p| p.kind == PassKind::GlobalMerge && p.push.dir == 1)
+        self.passes.iter().rposition(|p| p.kind == PassKind::GlobalMerge && p.push.dir == 1)
     }
 }
 
@@ -199,19 +174,8 @@ mod tests {
     fn pass_count_matches_the_plan() {
         for tile_log2 in [1, 2, 5, 13] {
             for n in (0..5000u32).chain([1 << 20, (1 << 20) + 1, 3 << 22]) {
-                let plan = Plan::new(
-                    n,
-                    Geometry {
-                        tile_log2,
-                        global_wg: 64,
-                    },
-                    0,
-                );
-                assert_eq!(
-                    plan.passes.len() as u64,
-                    pass_count(u64::from(n), tile_log2),
-                    "n={n} t={tile_log2}"
-                );
+                let plan = Plan::new(n, Geometry { tile_log2, global_wg: 64 }, 0);
+                assert_eq!(plan.passes.len() as u64, pass_count(u64::from(n), tile_log2), "n={n} t={tile_log2}");
             }
         }
     }
@@ -226,28 +190,13 @@ mod tests {
     #[test]
     fn first_pass_maps_keys_in_and_only_the_last_maps_them_out() {
         for n in [2u32, 9, 100, 1000] {
-            let plan = Plan::new(
-                n,
-                Geometry {
-                    tile_log2: 3,
-                    global_wg: 4,
-                },
-                0,
-            );
+            let plan = Plan::new(n, Geometry { tile_log2: 3, global_wg: 4 }, 0);
             let (first, last) = (plan.passes[0], plan.passes[plan.passes.len() - 1]);
             assert_eq!(first.kind, PassKind::TileSort);
             assert_ne!(first.push.flags & FLAG_TO_IMAGE_ON_LOAD, 0);
             assert_ne!(last.push.flags & FLAG_FROM_IMAGE_ON_STORE, 0);
-            let loads = plan
-                .passes
-                .iter()
-                .filter(|p| p.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0)
-                .count();
-            let stores = plan
-                .passes
-                .iter()
-                .filter(|p| p.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0)
-                .count();
+            let loads = plan.passes.iter().filter(|p| p.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0).count();
+            let stores = plan.passes.iter().filter(|p| p.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0).count();
             assert_eq!((loads, stores), (1, 1), "n={n}");
         }
     }

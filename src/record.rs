@@ -18,6 +18,8 @@ pub trait Encoder {
     /// Makes every compute-shader write recorded so far available and visible to every
     /// compute-shader read and write recorded after it.
     fn compute_barrier(&mut self);
+    /// Marks the end of pass `index` (after its last dispatch, before the next barrier).
+    fn pass_done(&mut self, _index: usize) {}
 }
 
 /// How the passes are cut into commands.
@@ -47,13 +49,11 @@ pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOption
         let mut offset = 0;
         while offset < pass.workgroups {
             let groups = (pass.workgroups - offset).min(max_groups);
-            enc.push_constants(&PushConstants {
-                group_offset: offset,
-                ..pass.push
-            });
+            enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
             enc.dispatch(groups);
             offset += groups;
         }
+        enc.pass_done(index);
     }
 }
 
@@ -64,23 +64,16 @@ pub(crate) struct VulkanEncoder<'a> {
     pub layout: vk::PipelineLayout,
     /// Pipelines indexed like [`PassKind::ALL`].
     pub pipelines: [vk::Pipeline; 3],
+    /// Where to write a timestamp at the end of each pass: query `1 + index` of this pool.
+    pub pass_timestamps: Option<vk::QueryPool>,
 }
 
 impl Encoder for VulkanEncoder<'_> {
     fn bind_kernel(&mut self, kernel: PassKind) {
-        let index = PassKind::ALL
-            .iter()
-            .position(|k| *k == kernel)
-            .unwrap_or_default();
+        let index = PassKind::ALL.iter().position(|k| *k == kernel).unwrap_or_default();
         // SAFETY: `cmd` is recording (VulkanEncoder's contract) and the pipeline was created on
         // `device` and outlives the command buffer's execution (owned by the sorter).
-        unsafe {
-            self.device.cmd_bind_pipeline(
-                self.cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                self.pipelines[index],
-            )
-        };
+        unsafe { self.device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, self.pipelines[index]) };
     }
 
     fn push_constants(&mut self, push: &PushConstants) {
@@ -108,15 +101,15 @@ impl Encoder for VulkanEncoder<'_> {
         barrier(
             self.device,
             self.cmd,
-            (
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::SHADER_WRITE,
-            ),
-            (
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-            ),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
         );
+    }
+
+    fn pass_done(&mut self, index: usize) {
+        if let Some(pool) = self.pass_timestamps {
+            timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, 1 + index as u32);
+        }
     }
 }
 
@@ -127,35 +120,15 @@ pub(crate) fn barrier(
     src: (vk::PipelineStageFlags, vk::AccessFlags),
     dst: (vk::PipelineStageFlags, vk::AccessFlags),
 ) {
-    let memory = vk::MemoryBarrier::default()
-        .src_access_mask(src.1)
-        .dst_access_mask(dst.1);
+    let memory = vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1);
     // SAFETY: `cmd` is recording, outside a render pass; the stages are supported by a compute queue.
-    unsafe {
-        device.cmd_pipeline_barrier(
-            cmd,
-            src.0,
-            dst.0,
-            vk::DependencyFlags::empty(),
-            &[memory],
-            &[],
-            &[],
-        )
-    };
+    unsafe { device.cmd_pipeline_barrier(cmd, src.0, dst.0, vk::DependencyFlags::empty(), &[memory], &[], &[]) };
 }
 
 /// Copies `regions` of (source, destination, bytes) between buffers.
-pub(crate) fn copy(
-    device: &ash::Device,
-    cmd: vk::CommandBuffer,
-    regions: &[(vk::Buffer, vk::Buffer, u64)],
-) {
+pub(crate) fn copy(device: &ash::Device, cmd: vk::CommandBuffer, regions: &[(vk::Buffer, vk::Buffer, u64)]) {
     for &(src, dst, size) in regions {
-        let region = vk::BufferCopy {
-            src_offset: 0,
-            dst_offset: 0,
-            size,
-        };
+        let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size };
         // SAFETY: `cmd` is recording; both buffers were created with the transfer usages and hold
         // at least `size` bytes (the sorter sizes them before recording).
         unsafe { device.cmd_copy_buffer(cmd, src, dst, &[region]) };
@@ -171,18 +144,11 @@ pub(crate) fn bind_set(
 ) {
     // SAFETY: `set` was allocated with the set layout `layout` was created from, and its
     // descriptors point at live buffers.
-    unsafe {
-        device.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[])
-    };
+    unsafe { device.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]) };
 }
 
 /// Resets `count` queries of `pool`.
-pub(crate) fn reset_queries(
-    device: &ash::Device,
-    cmd: vk::CommandBuffer,
-    pool: vk::QueryPool,
-    count: u32,
-) {
+pub(crate) fn reset_queries(device: &ash::Device, cmd: vk::CommandBuffer, pool: vk::QueryPool, count: u32) {
     // SAFETY: `cmd` is recording outside a render pass and the pool holds `count` queries.
     unsafe { device.cmd_reset_query_pool(cmd, pool, 0, count) };
 }

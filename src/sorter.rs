@@ -11,7 +11,7 @@ use crate::context::{Context, Shared};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::pipelines::{Kernels, Layouts};
-use crate::plan::{Plan, MAX_ELEMENTS};
+use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
 use crate::record::{self, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
 
@@ -26,6 +26,9 @@ pub struct SorterDesc {
     pub max_workgroups_per_dispatch: Option<u32>,
     /// How long to wait for the GPU to finish one sort (default two minutes).
     pub timeout: Option<Duration>,
+    /// Write a timestamp after every pass and report each pass's GPU time in
+    /// [`SortStats::pass_times`]. Costs a little time per pass; off by default.
+    pub pass_timestamps: bool,
     /// Test-only: leave out the barrier before this pass. The sort is then wrong on real GPUs;
     /// this exists only to prove that the tests catch a missing barrier.
     #[doc(hidden)]
@@ -33,7 +36,7 @@ pub struct SorterDesc {
 }
 
 /// What one sort did.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SortStats {
     /// Elements sorted.
     pub n: usize,
@@ -42,6 +45,9 @@ pub struct SortStats {
     /// GPU time from the start of the first pass to the end of the last, from timestamp queries;
     /// `None` where the queue has no timestamps or nothing ran.
     pub gpu_time: Option<Duration>,
+    /// With [`SorterDesc::pass_timestamps`], the GPU time of each pass (from the end of the one
+    /// before); empty otherwise.
+    pub pass_times: Vec<Duration>,
 }
 
 /// A buffer and its memory.
@@ -60,14 +66,10 @@ impl Buffer {
         location: MemoryLocation,
     ) -> Result<Buffer> {
         let device = &shared.device;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(usage)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: `info` is complete; size is non-zero and within maxStorageBufferRange (checked
         // by the sorter before any buffer is made).
-        let raw =
-            unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
+        let raw = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
         // SAFETY: `raw` was just created on this device.
         let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
         let allocation = shared.allocator().allocate(&AllocationCreateDesc {
@@ -77,11 +79,7 @@ impl Buffer {
             linear: true,
             allocation_scheme: AllocationScheme::GpuAllocatorManaged,
         });
-        let mut buffer = Buffer {
-            raw,
-            allocation: None,
-            size,
-        };
+        let mut buffer = Buffer { raw, allocation: None, size };
         match allocation {
             Ok(a) => buffer.allocation = Some(a),
             Err(e) => {
@@ -91,11 +89,7 @@ impl Buffer {
         }
         // SAFETY: the memory handle is only used to bind this buffer; the allocation, which owns
         // it, outlives the buffer (both are released together in `destroy`).
-        let memory = buffer
-            .allocation
-            .as_ref()
-            .map(|a| (unsafe { a.memory() }, a.offset()))
-            .unwrap_or_default();
+        let memory = buffer.allocation.as_ref().map(|a| (unsafe { a.memory() }, a.offset())).unwrap_or_default();
         // SAFETY: the allocation satisfies the buffer's requirements (the allocator was given them)
         // and is bound once, before any use.
         if let Err(e) = unsafe { device.bind_buffer_memory(raw, memory.0, memory.1) } {
@@ -106,13 +100,10 @@ impl Buffer {
     }
 
     fn mapped(&mut self) -> Result<&mut [u8]> {
-        self.allocation
-            .as_mut()
-            .and_then(|a| a.mapped_slice_mut())
-            .ok_or(Error::Allocation {
-                what: "staging",
-                source: gpu_allocator::AllocationError::FailedToMap("not host-visible".into()),
-            })
+        self.allocation.as_mut().and_then(|a| a.mapped_slice_mut()).ok_or(Error::Allocation {
+            what: "staging",
+            source: gpu_allocator::AllocationError::FailedToMap("not host-visible".into()),
+        })
     }
 
     fn destroy(&mut self, shared: &Shared) {
@@ -141,6 +132,8 @@ pub struct Sorter {
     /// Whether the fence guards a submission not yet waited for (after a timeout).
     pending: bool,
     queries: vk::QueryPool,
+    /// Queries in `queries`: 2, or 1 + the most passes with per-pass timestamps.
+    query_capacity: u32,
     descriptor_pool: vk::DescriptorPool,
     set: vk::DescriptorSet,
     /// The buffers the descriptor set points at.
@@ -153,10 +146,7 @@ pub struct Sorter {
 
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sorter")
-            .field("context", &self.ctx)
-            .field("desc", &self.desc)
-            .finish_non_exhaustive()
+        f.debug_struct("Sorter").field("context", &self.ctx).field("desc", &self.desc).finish_non_exhaustive()
     }
 }
 
@@ -200,6 +190,7 @@ impl Sorter {
             fence: vk::Fence::null(),
             pending: false,
             queries: vk::QueryPool::null(),
+            query_capacity: 0,
             descriptor_pool: vk::DescriptorPool::null(),
             set: vk::DescriptorSet::null(),
             bound: (vk::Buffer::null(), vk::Buffer::null()),
@@ -211,43 +202,39 @@ impl Sorter {
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
         // SAFETY (this and the creations below): `device` is live and each info is complete; every
         // handle is stored in `sorter` at once, so its Drop destroys it on any later error.
-        sorter.pool = unsafe { device.create_command_pool(&info, None) }
-            .map_err(Error::vk("vkCreateCommandPool"))?;
+        sorter.pool = unsafe { device.create_command_pool(&info, None) }.map_err(Error::vk("vkCreateCommandPool"))?;
         let info = vk::CommandBufferAllocateInfo::default()
             .command_pool(sorter.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: see above.
-        sorter.cmd = unsafe { device.allocate_command_buffers(&info) }
-            .map_err(Error::vk("vkAllocateCommandBuffers"))?[0];
+        sorter.cmd =
+            unsafe { device.allocate_command_buffers(&info) }.map_err(Error::vk("vkAllocateCommandBuffers"))?[0];
         // SAFETY: see above.
         sorter.fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
             .map_err(Error::vk("vkCreateFence"))?;
         if limits.timestamp_valid_bits > 0 {
+            // One query before the first pass and one after the last or, per pass, after each; the
+            // most passes come with the smallest tile at the largest n.
+            sorter.query_capacity = if desc.pass_timestamps { 1 + pass_count(MAX_ELEMENTS, 1) as u32 } else { 2 };
             let info = vk::QueryPoolCreateInfo::default()
                 .query_type(vk::QueryType::TIMESTAMP)
-                .query_count(2);
+                .query_count(sorter.query_capacity);
             // SAFETY: see above.
-            sorter.queries = unsafe { device.create_query_pool(&info, None) }
-                .map_err(Error::vk("vkCreateQueryPool"))?;
+            sorter.queries =
+                unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
         }
-        let sizes = [vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: 2,
-        }];
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(1)
-            .pool_sizes(&sizes);
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
+        let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
         // SAFETY: see above.
-        sorter.descriptor_pool = unsafe { device.create_descriptor_pool(&info, None) }
-            .map_err(Error::vk("vkCreateDescriptorPool"))?;
+        sorter.descriptor_pool =
+            unsafe { device.create_descriptor_pool(&info, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
         let layouts = [sorter.layouts.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(sorter.descriptor_pool)
-            .set_layouts(&layouts);
+        let info =
+            vk::DescriptorSetAllocateInfo::default().descriptor_pool(sorter.descriptor_pool).set_layouts(&layouts);
         // SAFETY: the pool has room for exactly this one set.
-        sorter.set = unsafe { device.allocate_descriptor_sets(&info) }
-            .map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
+        sorter.set =
+            unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
         Ok(sorter)
     }
 
@@ -259,8 +246,7 @@ impl Sorter {
     /// The most elements one call can sort on this device.
     pub fn max_elements(&self) -> u64 {
         let l = &self.ctx.shared.info.limits;
-        (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4)
-            .min(MAX_ELEMENTS)
+        (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4).min(MAX_ELEMENTS)
     }
 
     /// The passes a sort of `n` elements records.
@@ -278,17 +264,9 @@ impl Sorter {
 
     /// Sorts `keys` in place and moves `values[i]` with `keys[i]`. Equal keys may come out in any
     /// order.
-    pub fn sort_pairs<K: SortKey>(
-        &mut self,
-        keys: &mut [K],
-        values: &mut [u32],
-        order: Order,
-    ) -> Result<SortStats> {
+    pub fn sort_pairs<K: SortKey>(&mut self, keys: &mut [K], values: &mut [u32], order: Order) -> Result<SortStats> {
         if keys.len() != values.len() {
-            return Err(Error::LengthMismatch {
-                keys: keys.len(),
-                values: values.len(),
-            });
+            return Err(Error::LengthMismatch { keys: keys.len(), values: values.len() });
         }
         self.run(bytemuck::cast_slice_mut(keys), Some(values), K::KIND, order)
     }
@@ -298,26 +276,14 @@ impl Sorter {
         let bytes = n as u64 * 4;
         let max = self.max_elements();
         let exceeded = [
-            (
-                "maxStorageBufferRange",
-                u64::from(l.max_storage_buffer_range),
-            ),
+            ("maxStorageBufferRange", u64::from(l.max_storage_buffer_range)),
             ("maxMemoryAllocationSize", l.max_memory_allocation_size),
-            (
-                "the shaders' 32-bit indexing (2^31 elements)",
-                MAX_ELEMENTS * 4,
-            ),
+            ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * 4),
         ]
         .into_iter()
         .find(|(_, value)| bytes > *value);
         match exceeded {
-            Some((limit, value)) => Err(Error::TooLarge {
-                n,
-                bytes,
-                limit,
-                value,
-                max,
-            }),
+            Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max }),
             None => Ok(()),
         }
     }
@@ -326,13 +292,8 @@ impl Sorter {
         let slot = payload as usize;
         if self.kernels[slot].is_none() {
             let shared = &self.ctx.shared;
-            self.kernels[slot] = Some(Kernels::new(
-                &shared.device,
-                &self.layouts,
-                &shared.info.limits,
-                payload,
-                self.desc.max_tile,
-            )?);
+            self.kernels[slot] =
+                Some(Kernels::new(&shared.device, &self.layouts, &shared.info.limits, payload, self.desc.max_tile)?);
         }
         Ok(self.kernels[slot].as_ref().expect("created just above"))
     }
@@ -388,48 +349,20 @@ impl Sorter {
     ) -> Result<SortStats> {
         let n = keys.len();
         if n < 2 {
-            return Ok(SortStats {
-                n,
-                ..SortStats::default()
-            });
+            return Ok(SortStats { n, ..SortStats::default() });
         }
         self.check_size(n)?;
         self.settle()?;
-        let payload = if values.is_some() {
-            Payload::Pairs
-        } else {
-            Payload::Keys
-        };
+        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload)?.geometry;
         let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
         let bytes = n as u64 * 4;
 
         let shared = self.ctx.shared.clone();
-        Self::ensure(
-            &shared,
-            &mut self.keys,
-            "keys",
-            bytes,
-            STORAGE,
-            MemoryLocation::GpuOnly,
-        )?;
-        Self::ensure(
-            &shared,
-            &mut self.staging_keys,
-            "staging keys",
-            bytes,
-            STAGING,
-            MemoryLocation::GpuToCpu,
-        )?;
+        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+        Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
         if values.is_some() {
-            Self::ensure(
-                &shared,
-                &mut self.values,
-                "values",
-                bytes,
-                STORAGE,
-                MemoryLocation::GpuOnly,
-            )?;
+            Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
             Self::ensure(
                 &shared,
                 &mut self.staging_values,
@@ -439,20 +372,14 @@ impl Sorter {
                 MemoryLocation::GpuToCpu,
             )?;
         }
-        let (Some(device_keys), Some(staging_keys)) =
-            (self.keys.as_mut(), self.staging_keys.as_mut())
-        else {
+        let (Some(device_keys), Some(staging_keys)) = (self.keys.as_mut(), self.staging_keys.as_mut()) else {
             unreachable!("ensured above")
         };
         staging_keys.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
         let keys_raw = device_keys.raw;
         let mut copies_in = vec![(staging_keys.raw, device_keys.raw, bytes)];
         let mut copies_out = vec![(device_keys.raw, staging_keys.raw, bytes)];
-        let values_raw = match (
-            values.as_deref(),
-            self.values.as_mut(),
-            self.staging_values.as_mut(),
-        ) {
+        let values_raw = match (values.as_deref(), self.values.as_mut(), self.staging_values.as_mut()) {
             (Some(v), Some(device_values), Some(staging_values)) => {
                 staging_values.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
                 copies_in.push((staging_values.raw, device_values.raw, bytes));
@@ -469,30 +396,21 @@ impl Sorter {
         self.submit()?;
         self.wait()?;
 
-        let gpu_time = self.gpu_time()?;
+        let (gpu_time, pass_times) = self.gpu_times(plan.passes.len())?;
         let staging = self.staging_keys.as_mut().expect("ensured above");
         keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
         if let (Some(v), Some(staging)) = (values.as_deref_mut(), self.staging_values.as_mut()) {
             v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
         }
-        Ok(SortStats {
-            n,
-            passes: plan.passes.len(),
-            gpu_time,
-        })
+        Ok(SortStats { n, passes: plan.passes.len(), gpu_time, pass_times })
     }
 
     fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
         if self.bound == (keys, values) {
             return;
         }
-        let infos = [keys, values].map(|buffer| {
-            [vk::DescriptorBufferInfo {
-                buffer,
-                offset: 0,
-                range: vk::WHOLE_SIZE,
-            }]
-        });
+        let infos =
+            [keys, values].map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
         let writes = [0, 1].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(self.set)
@@ -518,85 +436,56 @@ impl Sorter {
         // SAFETY: the command buffer is not pending (its last submission was waited for).
         unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
             .map_err(Error::vk("vkResetCommandPool"))?;
-        let begin = vk::CommandBufferBeginInfo::default()
-            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: the command buffer was just reset.
-        unsafe { device.begin_command_buffer(cmd, &begin) }
-            .map_err(Error::vk("vkBeginCommandBuffer"))?;
+        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
         let timed = self.queries != vk::QueryPool::null();
         if timed {
-            record::reset_queries(device, cmd, self.queries, 2);
+            record::reset_queries(device, cmd, self.queries, self.query_capacity);
         }
         // Host writes to staging are visible to transfers at submission; no barrier needed before.
         record::copy(device, cmd, copies_in);
         if timed {
-            record::timestamp(
-                device,
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                self.queries,
-                0,
-            );
+            record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 0);
         }
         // Upload copies before the first pass reads and writes the device buffers.
         record::barrier(
             device,
             cmd,
-            (
-                vk::PipelineStageFlags::TRANSFER,
-                vk::AccessFlags::TRANSFER_WRITE,
-            ),
-            (
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-            ),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
         );
-        let kernels = self.kernels[payload as usize]
-            .as_ref()
-            .expect("created by run before record");
+        let kernels = self.kernels[payload as usize].as_ref().expect("created by run before record");
         record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
+        let per_pass = timed && self.desc.pass_timestamps;
         let mut encoder = VulkanEncoder {
             device,
             cmd,
             layout: self.layouts.pipeline_layout,
             pipelines: kernels.pipelines,
+            pass_timestamps: per_pass.then_some(self.queries),
         };
         let options = RecordOptions {
             max_groups_per_dispatch: self.max_groups,
             drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
         };
         record::record_passes(&mut encoder, plan, &options);
-        if timed {
-            record::timestamp(
-                device,
-                cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                self.queries,
-                1,
-            );
+        if timed && !per_pass {
+            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 1);
         }
         // The last pass's writes before the download copies read the device buffers.
         record::barrier(
             device,
             cmd,
-            (
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::SHADER_WRITE,
-            ),
-            (
-                vk::PipelineStageFlags::TRANSFER,
-                vk::AccessFlags::TRANSFER_READ,
-            ),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
         );
         record::copy(device, cmd, copies_out);
         // The download copies before the host reads staging (after the fence wait).
         record::barrier(
             device,
             cmd,
-            (
-                vk::PipelineStageFlags::TRANSFER,
-                vk::AccessFlags::TRANSFER_WRITE,
-            ),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
             (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
         );
         // SAFETY: recording was begun above.
@@ -610,19 +499,20 @@ impl Sorter {
         let queue = shared.queue();
         // SAFETY: the queue is locked for the call (external synchronisation); the command buffer
         // is fully recorded and the fence unsignalled.
-        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }
-            .map_err(Error::vk("vkQueueSubmit"))?;
+        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }.map_err(Error::vk("vkQueueSubmit"))?;
         self.pending = true;
         Ok(())
     }
 
-    fn gpu_time(&self) -> Result<Option<Duration>> {
+    /// The whole sort's GPU time and, with per-pass timestamps, each pass's.
+    fn gpu_times(&self, passes: usize) -> Result<(Option<Duration>, Vec<Duration>)> {
         if self.queries == vk::QueryPool::null() {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         }
         let limits = &self.ctx.shared.info.limits;
-        let mut ticks = [0u64; 2];
-        // SAFETY: both queries were written by the submission just waited for.
+        let per_pass = self.desc.pass_timestamps;
+        let mut ticks = vec![0u64; if per_pass { 1 + passes } else { 2 }];
+        // SAFETY: these queries were reset and written by the submission just waited for.
         unsafe {
             self.ctx.shared.device.get_query_pool_results(
                 self.queries,
@@ -632,15 +522,13 @@ impl Sorter {
             )
         }
         .map_err(Error::vk("vkGetQueryPoolResults"))?;
-        let mask = if limits.timestamp_valid_bits >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << limits.timestamp_valid_bits) - 1
+        let mask = if limits.timestamp_valid_bits >= 64 { u64::MAX } else { (1u64 << limits.timestamp_valid_bits) - 1 };
+        let span = |a: u64, b: u64| {
+            Duration::from_nanos(((b.wrapping_sub(a) & mask) as f64 * f64::from(limits.timestamp_period)) as u64)
         };
-        let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
-        Ok(Some(Duration::from_nanos(
-            (delta as f64 * f64::from(limits.timestamp_period)) as u64,
-        )))
+        let total = span(ticks[0], ticks[ticks.len() - 1]);
+        let pass_times = if per_pass { ticks.windows(2).map(|w| span(w[0], w[1])).collect() } else { Vec::new() };
+        Ok((Some(total), pass_times))
     }
 }
 
@@ -653,12 +541,7 @@ impl Drop for Sorter {
             // signals nothing), the objects below are destroyed: waiting longer could hang.
             let _ = unsafe { device.wait_for_fences(&[self.fence], true, u64::MAX) };
         }
-        for slot in [
-            &mut self.keys,
-            &mut self.values,
-            &mut self.staging_keys,
-            &mut self.staging_values,
-        ] {
+        for slot in [&mut self.keys, &mut self.values, &mut self.staging_keys, &mut self.staging_values] {
             if let Some(mut b) = slot.take() {
                 b.destroy(&shared);
             }

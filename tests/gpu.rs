@@ -21,16 +21,9 @@ const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
 fn context() -> &'static Context {
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| {
-        let ctx = Context::new(&ContextDesc {
-            validation: Some(true),
-            ..ContextDesc::default()
-        })
-        .unwrap_or_else(|e| panic!("creating the Vulkan context: {e}"));
-        eprintln!(
-            "testing on {} ({})",
-            ctx.device_info().name,
-            ctx.device_info().device_type
-        );
+        let ctx = Context::new(&ContextDesc { validation: Some(true), ..ContextDesc::default() })
+            .unwrap_or_else(|e| panic!("creating the Vulkan context: {e}"));
+        eprintln!("testing on {} ({})", ctx.device_info().name, ctx.device_info().device_type);
         ctx
     })
 }
@@ -39,40 +32,25 @@ fn context() -> &'static Context {
 fn sorter() -> MutexGuard<'static, Sorter> {
     static SORTER: OnceLock<Mutex<Sorter>> = OnceLock::new();
     SORTER
-        .get_or_init(|| {
-            Mutex::new(
-                context()
-                    .sorter()
-                    .unwrap_or_else(|e| panic!("creating the sorter: {e}")),
-            )
-        })
+        .get_or_init(|| Mutex::new(context().sorter().unwrap_or_else(|e| panic!("creating the sorter: {e}"))))
         .lock()
         .unwrap_or_else(|e| e.into_inner())
 }
 
 fn assert_validation_clean() {
     let errors = context().validation_errors();
-    assert!(
-        errors.is_empty(),
-        "validation errors:\n{}",
-        errors.join("\n")
-    );
+    assert!(errors.is_empty(), "validation errors:\n{}", errors.join("\n"));
 }
 
 fn rng(name: &str) -> StdRng {
-    let seed = std::env::var("BITONIC_VK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random::<u64>);
+    let seed =
+        std::env::var("BITONIC_VK_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random::<u64>);
     eprintln!("{name}: seed {seed} (set BITONIC_VK_TEST_SEED to repeat)");
     StdRng::seed_from_u64(seed)
 }
 
 fn env_u32(name: &str, default: u32) -> u32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// The reference order of key bits of a kind.
@@ -112,7 +90,14 @@ fn gpu_sort(
 }
 
 /// Sorts `input` on the GPU (keys alone, or with values 0..n) and compares it with the reference.
-fn verify(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u32], what: &str) -> Result<(), String> {
+fn verify(
+    sorter: &mut Sorter,
+    kind: KeyKind,
+    order: Order,
+    pairs: bool,
+    input: &[u32],
+    what: &str,
+) -> Result<(), String> {
     let mut expect = input.to_vec();
     expect.sort_by(|a, b| compare(kind, *a, *b));
     if order == Order::Descending {
@@ -124,7 +109,10 @@ fn verify(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: 
     gpu_sort(sorter, kind, order, &mut keys, pairs.then_some(&mut values[..])).map_err(|e| format!("{what}: {e}"))?;
     if let Some(i) = (0..keys.len()).find(|&i| keys[i] != expect[i]) {
         let wrong = (0..keys.len()).filter(|&i| keys[i] != expect[i]).count();
-        return Err(format!("{what}: key {i} is {:#010x}, the reference has {:#010x} ({wrong} keys differ)", keys[i], expect[i]));
+        return Err(format!(
+            "{what}: key {i} is {:#010x}, the reference has {:#010x} ({wrong} keys differ)",
+            keys[i], expect[i]
+        ));
     }
     if pairs {
         let mut seen = vec![false; input.len()];
@@ -204,26 +192,13 @@ fn sorts_every_distribution() {
     let mut rng = rng("distributions");
     let mut sorter = sorter();
     let (tile, _) = tiles(&mut sorter);
-    for n in [
-        1000usize,
-        tile as usize + 1,
-        3 * tile as usize + 17,
-        100_003,
-    ] {
+    for n in [1000usize, tile as usize + 1, 3 * tile as usize + 17, 100_003] {
         let pool: Vec<i64> = (0..4).map(|_| rng.random_range(-1000..1000)).collect();
         let random: Vec<u32> = (0..n).map(|_| rng.random()).collect();
         let distributions: Vec<(&str, Box<dyn Fn(KeyKind) -> Vec<u32>>)> = vec![
             ("random", Box::new(|_| random.clone())),
             ("all equal", Box::new(|k| vec![num(k, pool[0]); n])),
-            (
-                "few distinct",
-                Box::new(|k| {
-                    random
-                        .iter()
-                        .map(|r| num(k, pool[*r as usize % 4]))
-                        .collect()
-                }),
-            ),
+            ("few distinct", Box::new(|k| random.iter().map(|r| num(k, pool[*r as usize % 4])).collect())),
             (
                 "sorted",
                 Box::new(|k| {
@@ -240,14 +215,8 @@ fn sorts_every_distribution() {
                     v
                 }),
             ),
-            (
-                "sawtooth",
-                Box::new(|k| (0..n).map(|i| num(k, (i % 97) as i64 - 48)).collect()),
-            ),
-            (
-                "zero-one",
-                Box::new(|k| random.iter().map(|r| num(k, i64::from(r & 1))).collect()),
-            ),
+            ("sawtooth", Box::new(|k| (0..n).map(|i| num(k, (i % 97) as i64 - 48)).collect())),
+            ("zero-one", Box::new(|k| random.iter().map(|r| num(k, i64::from(r & 1))).collect())),
             (
                 "min, max and zero",
                 Box::new(|k| {
@@ -301,24 +270,11 @@ fn f32_specials_sort_in_total_order() {
     .collect();
     for n in [specials.len(), 100, 4097, 50_001] {
         let input: Vec<u32> = (0..n)
-            .map(|i| {
-                if i < specials.len() {
-                    specials[i]
-                } else {
-                    specials[rng.random_range(0..specials.len())]
-                }
-            })
+            .map(|i| if i < specials.len() { specials[i] } else { specials[rng.random_range(0..specials.len())] })
             .collect();
         for order in ORDERS {
             for pairs in [false, true] {
-                check(
-                    &mut sorter,
-                    KeyKind::F32,
-                    order,
-                    pairs,
-                    &input,
-                    "f32 specials",
-                );
+                check(&mut sorter, KeyKind::F32, order, pairs, &input, "f32 specials");
             }
         }
     }
@@ -343,39 +299,13 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
         (KeyKind::F32, Order::Descending, f32::NEG_INFINITY.to_bits()),
         (KeyKind::F32, Order::Descending, 0xffff_ffff),
     ];
-    for n in [
-        1000usize,
-        pairs_tile as usize * 2 + 1,
-        tile as usize * 3 - 1,
-        70_001,
-    ] {
+    for n in [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001] {
         for (kind, order, extreme) in extremes {
             for percent in [10, 30, 50] {
-                let input: Vec<u32> = (0..n)
-                    .map(|_| {
-                        if rng.random_range(0..100) < percent {
-                            extreme
-                        } else {
-                            rng.random()
-                        }
-                    })
-                    .collect();
-                check(
-                    &mut sorter,
-                    kind,
-                    order,
-                    true,
-                    &input,
-                    &format!("{percent}% = {extreme:#x}"),
-                );
-                check(
-                    &mut sorter,
-                    kind,
-                    order,
-                    false,
-                    &input,
-                    &format!("{percent}% = {extreme:#x}"),
-                );
+                let input: Vec<u32> =
+                    (0..n).map(|_| if rng.random_range(0..100) < percent { extreme } else { rng.random() }).collect();
+                check(&mut sorter, kind, order, true, &input, &format!("{percent}% = {extreme:#x}"));
+                check(&mut sorter, kind, order, false, &input, &format!("{percent}% = {extreme:#x}"));
             }
         }
     }
@@ -385,24 +315,10 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
 #[test]
 fn split_dispatches_and_small_tiles_sort_correctly() {
     let mut rng = rng("split dispatches");
-    for (max_tile, max_groups) in [
-        (Some(64), Some(3)),
-        (Some(2), None),
-        (Some(16), Some(1)),
-        (None, Some(2)),
-    ] {
-        let desc = SorterDesc {
-            max_tile,
-            max_workgroups_per_dispatch: max_groups,
-            ..SorterDesc::default()
-        };
-        let mut sorter =
-            Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
-        let sizes: &[usize] = if max_tile == Some(2) {
-            &[3, 100, 1025]
-        } else {
-            &[2, 65, 1000, 10_007, 40_000]
-        };
+    for (max_tile, max_groups) in [(Some(64), Some(3)), (Some(2), None), (Some(16), Some(1)), (None, Some(2))] {
+        let desc = SorterDesc { max_tile, max_workgroups_per_dispatch: max_groups, ..SorterDesc::default() };
+        let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        let sizes: &[usize] = if max_tile == Some(2) { &[3, 100, 1025] } else { &[2, 65, 1000, 10_007, 40_000] };
         for &n in sizes {
             let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
             check_all(&mut sorter, |_| input.clone(), &format!("{desc:?}"));
@@ -417,14 +333,7 @@ fn buffers_grow_and_are_reused_across_calls() {
     let mut sorter = sorter();
     for n in [10usize, 100_000, 17, 300_000, 5] {
         let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-        check(
-            &mut sorter,
-            KeyKind::U32,
-            Order::Ascending,
-            n % 2 == 0,
-            &input,
-            "reuse",
-        );
+        check(&mut sorter, KeyKind::U32, Order::Ascending, n % 2 == 0, &input, "reuse");
     }
     assert_validation_clean();
 }
@@ -445,7 +354,8 @@ fn large_sort_is_correct_every_time() {
         for pairs in [false, true] {
             let mut desc = SorterDesc::default();
             if let Some(which) = &drop {
-                let plan = sorter().plan(n, pairs, KeyKind::U32, Order::Ascending).unwrap_or_else(|e| panic!("plan: {e}"));
+                let plan =
+                    sorter().plan(n, pairs, KeyKind::U32, Order::Ascending).unwrap_or_else(|e| panic!("plan: {e}"));
                 desc.drop_barrier_before_pass = match which.as_str() {
                     "last-flip" => plan.last_flip_pass(),
                     "after-last-flip" => plan.last_flip_pass().map(|p| p + 1),
@@ -462,7 +372,9 @@ fn large_sort_is_correct_every_time() {
             for round in 0..repeat {
                 let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
                 sorts += 1;
-                if let Err(message) = verify(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("round {round}")) {
+                if let Err(message) =
+                    verify(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("round {round}"))
+                {
                     failed += 1;
                     failures.push(message);
                 }
@@ -500,8 +412,7 @@ fn more_elements_than_a_buffer_can_hold_is_an_error_naming_the_limit() {
         Err(e @ Error::TooLarge { .. }) => {
             let message = e.to_string();
             assert!(
-                message.contains("maxStorageBufferRange")
-                    || message.contains("maxMemoryAllocationSize"),
+                message.contains("maxStorageBufferRange") || message.contains("maxMemoryAllocationSize"),
                 "{message}"
             );
         }
@@ -512,18 +423,9 @@ fn more_elements_than_a_buffer_can_hold_is_an_error_naming_the_limit() {
 #[test]
 fn invalid_options_are_errors() {
     for desc in [
-        SorterDesc {
-            max_tile: Some(3),
-            ..SorterDesc::default()
-        },
-        SorterDesc {
-            max_tile: Some(1),
-            ..SorterDesc::default()
-        },
-        SorterDesc {
-            max_workgroups_per_dispatch: Some(0),
-            ..SorterDesc::default()
-        },
+        SorterDesc { max_tile: Some(3), ..SorterDesc::default() },
+        SorterDesc { max_tile: Some(1), ..SorterDesc::default() },
+        SorterDesc { max_workgroups_per_dispatch: Some(0), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}
