@@ -1,1 +1,68 @@
-fn main() {}
+//! Criterion benches: GPU time of the passes from timestamp queries (`iter_custom`), end-to-end
+//! wall time with upload and download, and the CPU's `sort_unstable` on the same data.
+//! Sizes stop at 2^16 on a CPU Vulkan device (lavapipe) and go to 2^24 on a GPU.
+
+use std::time::{Duration, Instant};
+
+use bitonic_vk::{Context, ContextDesc, DeviceType, Order};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand::{Rng, SeedableRng};
+
+fn sorts(c: &mut Criterion) {
+    let ctx = match Context::new(&ContextDesc::default()) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            eprintln!("no Vulkan device, nothing to bench: {e}");
+            return;
+        }
+    };
+    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("creating the sorter: {e}"));
+    let largest = if ctx.device_info().device_type == DeviceType::Cpu { 16 } else { 24 };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    let mut group = c.benchmark_group("u32 keys");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    for log2 in (10..=largest).step_by(2) {
+        let n = 1usize << log2;
+        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("gpu passes", n), &input, |b, input| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut keys = input.clone();
+                    let stats = sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort: {e}"));
+                    total += stats.gpu_time.unwrap_or_default();
+                }
+                total
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("gpu end to end", n), &input, |b, input| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut keys = input.clone();
+                    let start = Instant::now();
+                    sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort: {e}"));
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("cpu sort_unstable", n), &input, |b, input| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut keys = input.clone();
+                    let start = Instant::now();
+                    keys.sort_unstable();
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, sorts);
+criterion_main!(benches);

@@ -400,7 +400,10 @@ fn print_passes(ctx: &Context, desc: &SorterDesc, input: &[u32], pairs: bool) ->
     };
     // Every pass reads and writes each element once at most (keys, and values with pairs).
     let bytes = input.len() as f64 * if pairs { 8.0 } else { 4.0 } * 2.0;
-    println!("    {:>4} {:>12} {:>5} {:>10} {:>3} {:>10} {:>10} {:>8}", "pass", "kind", "stage", "inc", "dir", "groups", "us", "GB/s");
+    println!(
+        "    {:>4} {:>12} {:>5} {:>10} {:>3} {:>10} {:>10} {:>8}",
+        "pass", "kind", "stage", "inc", "dir", "groups", "us", "GB/s"
+    );
     for (i, (pass, time)) in plan.passes.iter().zip(&stats.pass_times).enumerate() {
         let us = time.as_secs_f64() * 1e6;
         println!(

@@ -433,3 +433,20 @@ fn invalid_options_are_errors() {
         }
     }
 }
+
+#[test]
+fn per_pass_timestamps_cover_every_pass() {
+    let mut rng = rng("per-pass timestamps");
+    let desc = SorterDesc { pass_timestamps: true, max_tile: Some(256), ..SorterDesc::default() };
+    let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter: {e}"));
+    let mut keys: Vec<u32> = (0..5000).map(|_| rng.random()).collect();
+    let stats = sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort: {e}"));
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+    if let Some(total) = stats.gpu_time {
+        assert_eq!(stats.pass_times.len(), stats.passes);
+        // Each pass's time is rounded to whole nanoseconds on its own.
+        let sum: std::time::Duration = stats.pass_times.iter().sum();
+        assert!(sum.abs_diff(total).as_nanos() <= stats.passes as u128, "{sum:?} vs {total:?}");
+    }
+    assert_validation_clean();
+}
