@@ -200,8 +200,9 @@ impl Sorter {
             staging_values: None,
         };
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
-        // SAFETY (this and the creations below): `device` is live and each info is complete; every
-        // handle is stored in `sorter` at once, so its Drop destroys it on any later error.
+        // Each creation below: `device` is live and the info is complete; every handle is stored
+        // in `sorter` at once, so its Drop destroys it if a later step fails.
+        // SAFETY: see above.
         sorter.pool = unsafe { device.create_command_pool(&info, None) }.map_err(Error::vk("vkCreateCommandPool"))?;
         let info = vk::CommandBufferAllocateInfo::default()
             .command_pool(sorter.pool)
@@ -340,13 +341,7 @@ impl Sorter {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        keys: &mut [u32],
-        mut values: Option<&mut [u32]>,
-        kind: KeyKind,
-        order: Order,
-    ) -> Result<SortStats> {
+    fn run(&mut self, keys: &mut [u32], values: Option<&mut [u32]>, kind: KeyKind, order: Order) -> Result<SortStats> {
         let n = keys.len();
         if n < 2 {
             return Ok(SortStats { n, ..SortStats::default() });
@@ -399,7 +394,7 @@ impl Sorter {
         let (gpu_time, pass_times) = self.gpu_times(plan.passes.len())?;
         let staging = self.staging_keys.as_mut().expect("ensured above");
         keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
-        if let (Some(v), Some(staging)) = (values.as_deref_mut(), self.staging_values.as_mut()) {
+        if let (Some(v), Some(staging)) = (values, self.staging_values.as_mut()) {
             v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
         }
         Ok(SortStats { n, passes: plan.passes.len(), gpu_time, pass_times })

@@ -187,6 +187,9 @@ fn sorts_awkward_sizes_for_every_key_type_order_and_payload() {
     assert_validation_clean();
 }
 
+/// Makes the key bits of one distribution for a key kind.
+type Distribution<'a> = Box<dyn Fn(KeyKind) -> Vec<u32> + 'a>;
+
 #[test]
 fn sorts_every_distribution() {
     let mut rng = rng("distributions");
@@ -195,7 +198,7 @@ fn sorts_every_distribution() {
     for n in [1000usize, tile as usize + 1, 3 * tile as usize + 17, 100_003] {
         let pool: Vec<i64> = (0..4).map(|_| rng.random_range(-1000..1000)).collect();
         let random: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-        let distributions: Vec<(&str, Box<dyn Fn(KeyKind) -> Vec<u32>>)> = vec![
+        let distributions: Vec<(&str, Distribution)> = vec![
             ("random", Box::new(|_| random.clone())),
             ("all equal", Box::new(|k| vec![num(k, pool[0]); n])),
             ("few distinct", Box::new(|k| random.iter().map(|r| num(k, pool[*r as usize % 4])).collect())),
