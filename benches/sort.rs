@@ -26,42 +26,32 @@ fn sorts(c: &mut Criterion) {
         let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::new("gpu passes", n), &input, |b, input| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut keys = input.clone();
-                    let stats = sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort: {e}"));
-                    total += stats.gpu_time.unwrap_or_default();
-                }
-                total
-            })
+            b.iter_custom(|iters| each_copy(iters, input, |keys| sort(&mut sorter, keys).gpu_time.unwrap_or_default()))
         });
         group.bench_with_input(BenchmarkId::new("gpu end to end", n), &input, |b, input| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut keys = input.clone();
-                    let start = Instant::now();
-                    sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort: {e}"));
-                    total += start.elapsed();
-                }
-                total
-            })
+            b.iter_custom(|iters| each_copy(iters, input, |keys| wall(|| sort(&mut sorter, keys))))
         });
         group.bench_with_input(BenchmarkId::new("cpu sort_unstable", n), &input, |b, input| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut keys = input.clone();
-                    let start = Instant::now();
-                    keys.sort_unstable();
-                    total += start.elapsed();
-                }
-                total
-            })
+            b.iter_custom(|iters| each_copy(iters, input, |keys| wall(|| keys.sort_unstable())))
         });
     }
     group.finish();
+}
+
+fn sort(sorter: &mut bitonic_vk::Sorter, keys: &mut [u32]) -> bitonic_vk::SortStats {
+    sorter.sort(keys, Order::Ascending).unwrap_or_else(|e| panic!("sort: {e}"))
+}
+
+/// The wall time of `f`.
+fn wall<T>(f: impl FnOnce() -> T) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+/// The sum of `time` over `iters` fresh copies of `input` (the copying is not timed).
+fn each_copy(iters: u64, input: &[u32], mut time: impl FnMut(&mut [u32]) -> Duration) -> Duration {
+    (0..iters).map(|_| time(&mut input.to_vec())).sum()
 }
 
 criterion_group!(benches, sorts);
