@@ -1,26 +1,36 @@
 #version 450
-// global_merge: one substage with stride inc >= TILE, straight on the storage buffers, one
-// comparator per invocation. dir = 1 is the first substage of a stage (the lower element of each
-// comparator is compared with its mirror in its block of 2*inc); dir = 0 compares i with i + inc.
-// Keys are already order images here: the first and last passes of a sort are local kernels.
-// Push constants used: n, inc, dir, group_offset.
+// global_merge: FUSED (1..4, a specialization constant) consecutive substages of one stage, with
+// strides inc .. inc >> (FUSED-1), all >= TILE, straight on the storage buffers: one group of
+// 2^FUSED elements per invocation, held in registers (fused.glsl). dir = 1 when the first of them
+// is the stage's flip. Keys are already order images here: the first and last passes of a sort
+// are local kernels.
+// Push constants used: n, inc (a power of two), dir (0 or 1), group_offset.
 #include "common.glsl"
+#include "fused.glsl"
 
 void main() {
-    uint c = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
-    uint lo = low_index(c, pc.inc);
-    uint hi = pc.dir != 0u ? lo ^ (2u * pc.inc - 1u) : lo + pc.inc;
-    // An upper element at or past n is a virtual +infinity key: the comparator is a no-op.
-    if (hi < pc.n) {
-        uint a = keys[lo];
-        uint b = keys[hi];
-        if (a > b) {
-            keys[lo] = b;
-            keys[hi] = a;
+    uint g = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
+    uint low = pc.inc >> (FUSED - 1u);
+    bool flip = pc.dir != 0u;
+    [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
+        uint i = slot_index(g, s, low, FUSED, flip);
+        r_index[s] = i;
+        r_key[s] = 0u;
+        // Indices at or past n are virtual +infinity keys: never read, never written.
+        if (i < pc.n) {
+            r_key[s] = keys[i];
 #ifdef PAIRS
-            uint v = values[lo];
-            values[lo] = values[hi];
-            values[hi] = v;
+            r_value[s] = values[i];
+#endif
+        }
+    }
+    run_slots(FUSED, flip, pc.n);
+    [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
+        uint i = r_index[s];
+        if (i < pc.n) {
+            keys[i] = r_key[s];
+#ifdef PAIRS
+            values[i] = r_value[s];
 #endif
         }
     }

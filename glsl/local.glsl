@@ -1,8 +1,10 @@
 // Shared-memory tile machinery of the two local kernels (tile_sort, local_merge): one workgroup
-// owns one tile of TILE consecutive elements, loads it into shared memory, runs comparators there
-// with a workgroup barrier after each substage, and stores it back.
+// owns one tile of TILE consecutive elements, loads it into shared memory, runs the substages
+// there in chunks of up to FUSED fused in registers (fused.glsl) with a workgroup barrier after
+// each chunk, and stores the tile back.
 
 #include "common.glsl"
+#include "fused.glsl"
 
 // Elements per tile, a power of two (specialization constant 1), sized on the host from
 // maxComputeSharedMemorySize: TILE * 4 bytes per key (+ 4 per value with PAIRS) must fit.
@@ -13,62 +15,99 @@ shared uint s_keys[TILE];
 shared uint s_values[TILE];
 #endif
 
+// Where element i of the tile lives in shared memory: XOR-swizzled within each row of 32 words,
+// so that invocations reading groups of consecutive elements hit different banks.
+uint swizzle(uint i) {
+    return i ^ ((i >> 5) & 31u);
+}
+
 uint tile_base() {
     return (gl_WorkGroupID.x + pc.group_offset) * TILE;
 }
 
-// Elements at global index >= n are virtual +infinity keys: never loaded, never stored.
+// Elements at global index >= n are virtual +infinity keys: never loaded, never stored (a tile
+// is dispatched only when its first element is real).
 void load_tile(uint base) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
-    for (uint i = gl_LocalInvocationID.x; i < TILE; i += WG_SIZE) {
+    uint live = min(pc.n - base, TILE);
+    for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
         uint g = base + i;
-        if (g < pc.n) {
-            uint k = keys[g];
-            s_keys[i] = map ? to_image(k) : k;
+        uint k = keys[g];
+        s_keys[swizzle(i)] = map ? to_image(k) : k;
 #ifdef PAIRS
-            s_values[i] = values[g];
+        s_values[swizzle(i)] = values[g];
 #endif
-        }
     }
     barrier();
 }
 
 void store_tile(uint base) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
-    for (uint i = gl_LocalInvocationID.x; i < TILE; i += WG_SIZE) {
+    uint live = min(pc.n - base, TILE);
+    for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
         uint g = base + i;
-        if (g < pc.n) {
-            uint k = s_keys[i];
-            keys[g] = map ? from_image(k) : k;
+        uint k = s_keys[swizzle(i)];
+        keys[g] = map ? from_image(k) : k;
 #ifdef PAIRS
-            values[g] = s_values[i];
+        values[g] = s_values[swizzle(i)];
 #endif
-        }
     }
 }
 
-// One substage over the tile: comparators `inc` apart; with `flip`, the lower element of each is
-// compared with its mirror in its block of 2*inc instead. A comparator whose upper element is a
-// virtual +infinity key is a no-op, which is exactly what comparing with +infinity would do.
-void substage(uint base, uint inc, bool flip) {
-    uint limit = pc.n - base; // local indices below this are real elements
-    for (uint c = gl_LocalInvocationID.x; c < TILE / 2u; c += WG_SIZE) {
-        uint lo = low_index(c, inc);
-        uint hi = flip ? lo ^ (2u * inc - 1u) : lo + inc;
-        if (hi < limit) {
-            uint a = s_keys[lo];
-            uint b = s_keys[hi];
-            if (a > b) {
-                s_keys[lo] = b;
-                s_keys[hi] = a;
+// m substages of smallest stride `low` on every group of the tile, then a barrier. m is a
+// literal at every call site, so the slot loops unroll into registers.
+void chunk(uint limit, uint low, uint m, bool flip) {
+    // Only groups whose lowest element is real: a group's lowest element grows with its index.
+    uint live = min(limit, TILE);
+    uint span = low << m;
+    uint live_groups = (live / span) * low + min(live % span, low);
+    for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
+        [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+            uint i = slot_index(g, s, low, m, flip);
+            r_index[s] = i;
+            r_key[s] = 0u;
+            if (i < limit) {
+                r_key[s] = s_keys[swizzle(i)];
 #ifdef PAIRS
-                uint v = s_values[lo];
-                s_values[lo] = s_values[hi];
-                s_values[hi] = v;
+                r_value[s] = s_values[swizzle(i)];
+#endif
+            }
+        }
+        run_slots(m, flip, limit);
+        [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+            uint i = r_index[s];
+            if (i < limit) {
+                s_keys[swizzle(i)] = r_key[s];
+#ifdef PAIRS
+                s_values[swizzle(i)] = r_value[s];
 #endif
             }
         }
     }
     // In compute shaders barrier() also orders workgroup (shared) memory.
     barrier();
+}
+
+// `count` consecutive substages of one stage, strides top .. top >> (count-1), the first the
+// stage's flip when `flip`; in the fewest chunks of up to FUSED substages, balanced (13 substages
+// run as 4+3+3+3: a chunk of one substage would loop over twice the groups of one of two).
+// Local indices at or past `limit` are virtual.
+void substages(uint limit, uint top, uint count, bool flip) {
+    uint chunks = (count + FUSED - 1u) / FUSED;
+    for (; chunks > 0u; chunks--) {
+        uint m = (count + chunks - 1u) / chunks;
+        uint low = top >> (m - 1u);
+        if (m == 4u) {
+            chunk(limit, low, 4u, flip);
+        } else if (m == 3u) {
+            chunk(limit, low, 3u, flip);
+        } else if (m == 2u) {
+            chunk(limit, low, 2u, flip);
+        } else {
+            chunk(limit, low, 1u, flip);
+        }
+        top = low >> 1;
+        count -= m;
+        flip = false;
+    }
 }

@@ -103,6 +103,10 @@ struct BenchArgs {
     /// largest that fits the device's shared memory.
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
+    /// Cap the substages fused in registers per global pass and per local chunk (1 to 4; 1 is one
+    /// substage per global pass, as NVIDIA's CUDA sample does).
+    #[arg(long, value_name = "N")]
+    max_fused: Option<u32>,
     /// After each size, sort once more with a timestamp after every pass and print each pass's
     /// GPU time and bandwidth.
     #[arg(long)]
@@ -306,7 +310,7 @@ fn median(sorted: &[Duration]) -> Duration {
 fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
-    let desc = SorterDesc { max_tile: args.max_tile, ..SorterDesc::default() };
+    let desc = SorterDesc { max_tile: args.max_tile, max_fused_substages: args.max_fused, ..SorterDesc::default() };
     let mut sorter = Sorter::new(&ctx, &desc)?;
     let cpu = info.device_type == DeviceType::Cpu;
     println!("device: {} ({}, Vulkan {})", info.name, info.device_type, info.api_version);
@@ -407,11 +411,12 @@ fn print_passes(ctx: &Context, desc: &SorterDesc, input: &[u32], pairs: bool) ->
     for (i, (pass, time)) in plan.passes.iter().zip(&stats.pass_times).enumerate() {
         let us = time.as_secs_f64() * 1e6;
         println!(
-            "    {i:>4} {:>12} {:>5} {:>10} {:>3} {:>10} {us:>10.2} {:>8.0}",
+            "    {i:>4} {:>12} {:>5} {:>10} {:>3} {:>5} {:>10} {us:>10.2} {:>8.0}",
             pass.kind.name(),
             pass.stage,
             pass.push.inc,
             pass.push.dir,
+            pass.substages,
             pass.workgroups,
             bytes / us / 1e3
         );

@@ -12,8 +12,8 @@ use crate::record::Encoder;
 /// One recorded command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
-    /// A kernel's pipeline was bound.
-    Bind(PassKind),
+    /// A kernel's pipeline was bound (with the substages a global pass fuses).
+    Bind(PassKind, u32),
     /// Push constants were set.
     Push(PushConstants),
     /// Workgroups were dispatched.
@@ -30,8 +30,8 @@ pub struct Recording {
 }
 
 impl Encoder for Recording {
-    fn bind_kernel(&mut self, kernel: PassKind) {
-        self.commands.push(Command::Bind(kernel));
+    fn bind_kernel(&mut self, kernel: PassKind, substages: u32) {
+        self.commands.push(Command::Bind(kernel, substages));
     }
     fn push_constants(&mut self, push: &PushConstants) {
         self.commands.push(Command::Push(*push));
@@ -91,6 +91,19 @@ fn low_index(c: u32, inc: u32) -> u32 {
     ((c & !(inc - 1)) << 1) | (c & (inc - 1))
 }
 
+/// `slot_index` of glsl/fused.glsl: the element of slot s of group g, for m substages of smallest
+/// stride `low`; with `flip`, the slots with the top bit set are the mirrors of the others.
+fn slot_index(g: u32, s: u32, low: u32, m: u32, flip: bool) -> u32 {
+    let half = 1 << (m - 1);
+    let top = low << (m - 1);
+    let i = (((g & !(low - 1)) << m) | (g & (low - 1))) + (s & (half - 1)) * low;
+    match (s & half != 0, flip) {
+        (false, _) => i,
+        (true, true) => i ^ (2 * top - 1),
+        (true, false) => i + top,
+    }
+}
+
 impl Trace {
     /// Expands a recording for n elements and the geometry the kernels were specialised with.
     ///
@@ -101,14 +114,14 @@ impl Trace {
         let mut steps = Vec::new();
         for command in &recording.commands {
             match *command {
-                Command::Bind(k) => kind = Some(k),
+                Command::Bind(k, m) => kind = Some((k, m)),
                 Command::Push(p) => push = Some(p),
                 Command::Barrier => steps.push(Step::Barrier),
                 Command::Dispatch(groups) => {
-                    let kind = kind.expect("dispatch before a pipeline was bound");
+                    let (kind, substages) = kind.expect("dispatch before a pipeline was bound");
                     let push: PushConstants = push.expect("dispatch before push constants were set");
                     assert_eq!(push.n, n, "push constants name another element count");
-                    steps.push(Step::Dispatch(expand_dispatch(kind, push, groups, geometry)));
+                    steps.push(Step::Dispatch(expand_dispatch(kind, substages, push, groups, geometry)));
                 }
             }
         }
@@ -195,22 +208,32 @@ impl Trace {
 }
 
 /// The comparators and accesses of one dispatch, following the shaders' index rules.
-fn expand_dispatch(kind: PassKind, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
+fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
     let n = push.n;
     let mut comparators = Vec::new();
     let mut touched = Vec::new();
     for group in push.group_offset..push.group_offset + groups {
         match kind {
             PassKind::GlobalMerge => {
-                let inc = push.inc;
+                let m = substages;
+                let low = push.inc >> (m - 1);
+                let flip = push.dir != 0;
                 for invocation in 0..geometry.global_wg {
-                    let c = group * geometry.global_wg + invocation;
-                    let lo = low_index(c, inc);
-                    let hi = if push.dir != 0 { lo ^ (2 * inc - 1) } else { lo + inc };
-                    if hi < n {
-                        comparators.push((lo, hi));
-                        touched.extend([lo, hi]);
+                    let g = group * geometry.global_wg + invocation;
+                    let index: Vec<u32> = (0..1 << m).map(|s| slot_index(g, s, low, m, flip)).collect();
+                    // The register network of fused.glsl: substage j pairs slots differing in bit
+                    // m-1-j; every comparator puts the smaller image at the lower index.
+                    for j in 0..m {
+                        let bit = (1 << (m - 1)) >> j;
+                        for s in (0..1 << m).filter(|s| s & bit == 0) {
+                            let (a, b) = (index[s as usize], index[(s | bit) as usize]);
+                            let (lo, hi) = (a.min(b), a.max(b));
+                            if hi < n {
+                                comparators.push((lo, hi));
+                            }
+                        }
                     }
+                    touched.extend(index.into_iter().filter(|&i| i < n));
                 }
             }
             PassKind::TileSort | PassKind::LocalMerge => {
@@ -273,13 +296,15 @@ mod tests {
         let mut v = Vec::new();
         for tile_log2 in [1, 2, 3] {
             for global_wg in [1, 2, 4] {
-                v.push((Geometry { tile_log2, global_wg }, ALL_GROUPS));
+                for fused in [1, 2, 3, 4] {
+                    v.push((Geometry { tile_log2, global_wg, fused }, ALL_GROUPS));
+                }
             }
         }
         // Split dispatches: one or two workgroups per dispatch.
         for max in [1, 2] {
             let split = RecordOptions { max_groups_per_dispatch: max, drop_barrier_before_pass: None };
-            v.push((Geometry { tile_log2: 2, global_wg: 2 }, split));
+            v.push((Geometry { tile_log2: 2, global_wg: 2, fused: 3 }, split));
         }
         v
     }
@@ -297,20 +322,21 @@ mod tests {
                         let mut lanes: Vec<u64> =
                             (0..n).map(|i| (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b))).collect();
                         trace.run_bitsliced(&mut lanes);
-                        for b in 0..live as usize {
-                            let out: Vec<u64> = lanes.iter().map(|w| (w >> b) & 1).collect();
-                            // The input's number of ones, which a sort must keep.
-                            let k = (first + b as u64).count_ones() as usize;
-                            let expect: Vec<u64> = match order {
-                                Order::Ascending => (0..n as usize).map(|i| u64::from(i >= n as usize - k)).collect(),
-                                Order::Descending => (0..n as usize).map(|i| u64::from(i < k)).collect(),
+                        let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
+                        let what = || format!("{geometry:?} {options:?} {order:?} n={n} inputs from {first:#b}");
+                        // In order: no lane has a 1 before a 0 (ascending) or a 0 before a 1.
+                        for i in 1..n as usize {
+                            let (a, b) = (lanes[i - 1], lanes[i]);
+                            let out_of_order = match order {
+                                Order::Ascending => a & !b,
+                                Order::Descending => !a & b,
                             };
-                            assert_eq!(
-                                out,
-                                expect,
-                                "{geometry:?} {options:?} {order:?} n={n} input={:#b}",
-                                first + b as u64
-                            );
+                            assert_eq!(out_of_order & live_lanes, 0, "{}: unsorted at {i}", what());
+                        }
+                        // Nothing lost or invented: each lane keeps its input's number of ones.
+                        for b in 0..live {
+                            let ones = lanes.iter().map(|w| (w >> b) & 1).sum::<u64>();
+                            assert_eq!(ones, u64::from((first + b).count_ones()), "{}: lane {b}", what());
                         }
                         first += 64;
                     }
@@ -342,9 +368,10 @@ mod tests {
     fn sorts_random_pairs_of_every_length_up_to_several_tiles() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
         for (geometry, options) in [
-            (Geometry { tile_log2: 4, global_wg: 8 }, ALL_GROUPS),
+            (Geometry { tile_log2: 4, global_wg: 8, fused: 4 }, ALL_GROUPS),
+            (Geometry { tile_log2: 2, global_wg: 2, fused: 1 }, ALL_GROUPS),
             (
-                Geometry { tile_log2: 3, global_wg: 4 },
+                Geometry { tile_log2: 3, global_wg: 4, fused: 3 },
                 RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None },
             ),
         ] {
@@ -374,7 +401,7 @@ mod tests {
 
     #[test]
     fn sorts_around_the_real_tile_size() {
-        let geometry = Geometry { tile_log2: 13, global_wg: 256 };
+        let geometry = Geometry { tile_log2: 13, global_wg: 256, fused: 4 };
         let mut rng = rand::rngs::StdRng::seed_from_u64(99);
         for n in [8191u32, 8192, 8193, 16383, 16385, 3 * 8192 + 7] {
             let (_, trace) = trace(n, geometry, key_flags(KeyKind::F32, Order::Ascending), ALL_GROUPS);
@@ -401,7 +428,7 @@ mod tests {
 
     #[test]
     fn a_dropped_barrier_is_reported_as_a_hazard() {
-        let geometry = Geometry { tile_log2: 2, global_wg: 2 };
+        let geometry = Geometry { tile_log2: 2, global_wg: 2, fused: 2 };
         for n in [5u32, 9, 17, 100, 257] {
             let plan = Plan::new(n, geometry, 0);
             for dropped in 1..plan.passes.len() {
@@ -415,7 +442,7 @@ mod tests {
 
     #[test]
     fn each_dispatch_of_a_split_pass_covers_distinct_workgroups() {
-        let geometry = Geometry { tile_log2: 2, global_wg: 2 };
+        let geometry = Geometry { tile_log2: 2, global_wg: 2, fused: 2 };
         let n = 200;
         let (_, whole) = trace(n, geometry, 0, ALL_GROUPS);
         let split = RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None };

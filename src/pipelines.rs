@@ -5,7 +5,7 @@ use ash::vk;
 
 use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
-use crate::plan::{Geometry, PassKind};
+use crate::plan::{Geometry, PassKind, MAX_FUSED};
 use crate::push::PushConstants;
 use crate::shaders::{spirv, Payload};
 
@@ -26,15 +26,25 @@ fn prev_power_of_two(x: u32) -> u32 {
     }
 }
 
+/// Choices that shape the kernels, from [`crate::SorterDesc`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelOptions {
+    /// Caps the elements per tile (a power of two, at least 2).
+    pub max_tile: Option<u32>,
+    /// Caps the substages fused per global pass and per local chunk (1..=4).
+    pub max_fused: Option<u32>,
+}
+
 /// The tile and workgroup sizes for a payload on a device: the largest power-of-two tile whose
-/// keys (and values) fit in maxComputeSharedMemorySize, capped by [`MAX_TILE`] and `max_tile`.
-pub fn geometry_for(limits: &DeviceLimits, payload: Payload, max_tile: Option<u32>) -> Result<(Geometry, u32)> {
+/// keys (and values) fit in maxComputeSharedMemorySize, capped by [`MAX_TILE`] and the options.
+/// Returns the geometry and the local kernels' workgroup size.
+pub fn geometry_for(limits: &DeviceLimits, payload: Payload, options: KernelOptions) -> Result<(Geometry, u32)> {
     let bytes_per_element = match payload {
         Payload::Keys => 4,
         Payload::Pairs => 8,
     };
     let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
-    if let Some(cap) = max_tile {
+    if let Some(cap) = options.max_tile {
         if cap < 2 || !cap.is_power_of_two() {
             return Err(Error::InvalidOption {
                 name: "max_tile",
@@ -44,6 +54,17 @@ pub fn geometry_for(limits: &DeviceLimits, payload: Payload, max_tile: Option<u3
         }
         tile = tile.min(cap);
     }
+    let fused = match options.max_fused {
+        Some(f) if !(1..=MAX_FUSED).contains(&f) => {
+            return Err(Error::InvalidOption {
+                name: "max_fused",
+                value: f.to_string(),
+                reason: "must be 1, 2, 3 or 4",
+            })
+        }
+        Some(f) => f,
+        None => MAX_FUSED,
+    };
     let invocations =
         prev_power_of_two(limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size_x));
     if tile < 2 || invocations == 0 {
@@ -56,8 +77,9 @@ pub fn geometry_for(limits: &DeviceLimits, payload: Payload, max_tile: Option<u3
             reason: "too small for a tile of two elements",
         });
     }
-    let local_wg = (tile / 2).min(LOCAL_WG_MAX).min(invocations);
-    let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations) };
+    // One invocation per group of the largest chunks.
+    let local_wg = (tile >> fused.min(tile.trailing_zeros())).clamp(1, LOCAL_WG_MAX).min(invocations);
+    let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused };
     Ok((geometry, local_wg))
 }
 
@@ -113,10 +135,13 @@ impl Drop for Layouts {
     }
 }
 
-/// The three compute pipelines of one payload, indexed like [`PassKind::ALL`].
+/// The compute pipelines of one payload: the two local kernels, and global_merge once per number
+/// of fused substages (1..=geometry.fused).
 pub(crate) struct Kernels {
     device: ash::Device,
-    pub pipelines: [vk::Pipeline; 3],
+    tile_sort: vk::Pipeline,
+    local_merge: vk::Pipeline,
+    global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
 }
 
@@ -126,17 +151,36 @@ impl Kernels {
         layouts: &Layouts,
         limits: &DeviceLimits,
         payload: Payload,
-        max_tile: Option<u32>,
+        options: KernelOptions,
     ) -> Result<Kernels> {
-        let (geometry, local_wg) = geometry_for(limits, payload, max_tile)?;
-        let mut kernels = Kernels { device: device.clone(), pipelines: [vk::Pipeline::null(); 3], geometry };
-        for (slot, kind) in PassKind::ALL.into_iter().enumerate() {
-            let wg = if kind == PassKind::GlobalMerge { geometry.global_wg } else { local_wg };
-            // Specialization constants: 0 = WG_SIZE, 1 = TILE (unused by global_merge).
-            let data: [u32; 2] = [wg, geometry.tile()];
-            kernels.pipelines[slot] = create_pipeline(device, layouts.pipeline_layout, spirv(kind, payload), &data)?;
+        let (geometry, local_wg) = geometry_for(limits, payload, options)?;
+        let mut kernels = Kernels {
+            device: device.clone(),
+            tile_sort: vk::Pipeline::null(),
+            local_merge: vk::Pipeline::null(),
+            global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
+            geometry,
+        };
+        let layout = layouts.pipeline_layout;
+        // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group).
+        let local = [local_wg, geometry.tile(), geometry.fused];
+        kernels.tile_sort = create_pipeline(device, layout, spirv(PassKind::TileSort, payload), &local)?;
+        kernels.local_merge = create_pipeline(device, layout, spirv(PassKind::LocalMerge, payload), &local)?;
+        for m in 1..=geometry.fused {
+            let global = [geometry.global_wg, geometry.tile(), m];
+            kernels.global_merge[m as usize - 1] =
+                create_pipeline(device, layout, spirv(PassKind::GlobalMerge, payload), &global)?;
         }
         Ok(kernels)
+    }
+
+    /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`.
+    pub fn pipeline(&self, kind: PassKind, substages: u32) -> vk::Pipeline {
+        match kind {
+            PassKind::TileSort => self.tile_sort,
+            PassKind::LocalMerge => self.local_merge,
+            PassKind::GlobalMerge => self.global_merge[(substages.clamp(1, MAX_FUSED) - 1) as usize],
+        }
     }
 }
 
@@ -144,12 +188,12 @@ fn create_pipeline(
     device: &ash::Device,
     layout: vk::PipelineLayout,
     code: &[u32],
-    data: &[u32; 2],
+    data: &[u32; 3],
 ) -> Result<vk::Pipeline> {
     let info = vk::ShaderModuleCreateInfo::default().code(code);
     // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
     let module = unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))?;
-    let entries = [0u32, 1].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let entries = [0u32, 1, 2].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
     let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(data));
     let stage = vk::PipelineShaderStageCreateInfo::default()
         .stage(vk::ShaderStageFlags::COMPUTE)
@@ -158,7 +202,7 @@ fn create_pipeline(
         .specialization_info(&specialization);
     let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
     // SAFETY: the module and layout are live objects of `device`; the specialization data holds
-    // the two u32 constants the map entries describe.
+    // the three u32 constants the map entries describe.
     let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
     // SAFETY: a pipeline keeps no reference to the module it was created from.
     unsafe { device.destroy_shader_module(module, None) };
@@ -176,7 +220,7 @@ fn create_pipeline(
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        for p in self.pipelines {
+        for p in [self.tile_sort, self.local_merge].into_iter().chain(self.global_merge) {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.
             unsafe { self.device.destroy_pipeline(p, None) };

@@ -10,8 +10,9 @@
 //! nothing is invented, and no memory beyond the n elements is used.
 //!
 //! With tiles of T = 2^t elements: one `TileSort` pass runs stages 1..=t inside each tile; every
-//! later stage k runs k - t `GlobalMerge` passes (strides 2^(k-1) down to T, the first one the
-//! flip) and one `LocalMerge` pass (strides T/2 down to 1, inside each tile).
+//! later stage k runs its k - t substages with strides 2^(k-1) down to T (the first one the flip)
+//! in `GlobalMerge` passes of up to F substages each, fused in registers, and then one
+//! `LocalMerge` pass (strides T/2 down to 1, inside each tile).
 
 use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
 
@@ -49,9 +50,15 @@ impl PassKind {
 pub struct Geometry {
     /// log2 of the elements per tile of the local kernels.
     pub tile_log2: u32,
-    /// Invocations per workgroup of `global_merge` (one comparator each).
+    /// Invocations per workgroup of `global_merge` (one group of 2^substages elements each).
     pub global_wg: u32,
+    /// Most substages fused in registers per global pass (and per chunk in the local kernels),
+    /// 1..=[`MAX_FUSED`]; 1 runs one substage per global pass, as the CUDA sample does.
+    pub fused: u32,
 }
+
+/// The most substages one invocation fuses in registers (groups of 16 elements).
+pub const MAX_FUSED: u32 = 4;
 
 impl Geometry {
     /// Elements per tile.
@@ -65,6 +72,9 @@ impl Geometry {
 pub struct Pass {
     /// Which kernel.
     pub kind: PassKind,
+    /// `GlobalMerge`: how many consecutive substages it runs (strides `push.inc` down to
+    /// `push.inc >> (substages - 1)`); 0 for the local kernels.
+    pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
     pub stage: u32,
     /// Workgroups the pass needs (it may be split over several dispatches).
@@ -112,6 +122,7 @@ impl Plan {
         let sorted = levels.min(t);
         passes.push(Pass {
             kind: PassKind::TileSort,
+            substages: 0,
             stage: sorted,
             workgroups: tiles,
             push: PushConstants {
@@ -120,18 +131,27 @@ impl Plan {
                 ..base
             },
         });
+        let fused = geometry.fused.clamp(1, MAX_FUSED);
         for stage in t + 1..=levels {
-            for j in (t..stage).rev() {
-                let inc = 1u32 << j;
+            // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest.
+            let mut top = stage - 1;
+            let mut left = stage - t;
+            while left > 0 {
+                let m = left.min(fused);
+                let low = 1u32 << (top + 1 - m);
                 passes.push(Pass {
                     kind: PassKind::GlobalMerge,
+                    substages: m,
                     stage,
-                    workgroups: comparators(n, inc).div_ceil(geometry.global_wg),
-                    push: PushConstants { inc, dir: u32::from(j == stage - 1), ..base },
+                    workgroups: groups(n, low, m).div_ceil(geometry.global_wg),
+                    push: PushConstants { inc: 1 << top, dir: u32::from(top == stage - 1), ..base },
                 });
+                top -= m;
+                left -= m;
             }
             passes.push(Pass {
                 kind: PassKind::LocalMerge,
+                substages: 0,
                 stage,
                 workgroups: tiles,
                 push: PushConstants { flags: key_flags | last_flag(stage), ..base },
@@ -148,22 +168,25 @@ impl Plan {
     }
 }
 
-/// Number of comparators with stride `inc` whose lower element is below n (the ones a global pass
-/// must run; the comparator index maps monotonically to its lower element).
-fn comparators(n: u32, inc: u32) -> u32 {
-    let (n, inc) = (u64::from(n), u64::from(inc));
-    let count = n / (2 * inc) * inc + (n % (2 * inc)).min(inc);
-    u32::try_from(count).expect("at most n/2 + inc comparators, below 2^31")
+/// Number of groups of 2^m elements (m substages of smallest stride `low`) whose lowest element
+/// is below n: the ones a global pass must run. A group's lowest element grows with its index.
+fn groups(n: u32, low: u32, m: u32) -> u32 {
+    let (n, low) = (u64::from(n), u64::from(low));
+    let span = low << m;
+    let count = n / span * low + (n % span).min(low);
+    u32::try_from(count).expect("at most n/2 + low groups, below 2^31")
 }
 
-/// Number of passes a sort of n elements takes with tiles of 2^tile_log2 elements.
-pub fn pass_count(n: u64, tile_log2: u32) -> u64 {
+/// Number of passes a sort of n elements takes with tiles of 2^tile_log2 elements and up to
+/// `fused` substages per global pass.
+pub fn pass_count(n: u64, tile_log2: u32, fused: u32) -> u64 {
     if n < 2 {
         return 0;
     }
+    let fused = u64::from(fused.clamp(1, MAX_FUSED));
     let above = u64::from(ceil_log2(n).saturating_sub(tile_log2));
-    // One tile sort, then stage t+m has m global passes and one local merge.
-    1 + above * (above + 1) / 2 + above
+    // One tile sort, then stage t+m has ceil(m / fused) global passes and one local merge.
+    1 + (1..=above).map(|m| m.div_ceil(fused) + 1).sum::<u64>()
 }
 
 #[cfg(test)]
@@ -173,24 +196,47 @@ mod tests {
     #[test]
     fn pass_count_matches_the_plan() {
         for tile_log2 in [1, 2, 5, 13] {
-            for n in (0..5000u32).chain([1 << 20, (1 << 20) + 1, 3 << 22]) {
-                let plan = Plan::new(n, Geometry { tile_log2, global_wg: 64 }, 0);
-                assert_eq!(plan.passes.len() as u64, pass_count(u64::from(n), tile_log2), "n={n} t={tile_log2}");
+            for fused in 1..=MAX_FUSED {
+                for n in (0..5000u32).chain([1 << 20, (1 << 20) + 1, 3 << 22]) {
+                    let plan = Plan::new(n, Geometry { tile_log2, global_wg: 64, fused }, 0);
+                    let count = pass_count(u64::from(n), tile_log2, fused);
+                    assert_eq!(plan.passes.len() as u64, count, "n={n} t={tile_log2} f={fused}");
+                }
             }
         }
     }
 
     #[test]
-    fn two_to_the_twenty_with_8k_tiles_takes_36_passes() {
-        assert_eq!(pass_count(1 << 20, 13), 36);
-        assert_eq!(pass_count(1 << 13, 13), 1);
-        assert_eq!(pass_count((1 << 13) + 1, 13), 3);
+    fn pass_counts_with_8k_tiles() {
+        assert_eq!(pass_count(1 << 20, 13, 1), 36);
+        assert_eq!(pass_count(1 << 20, 13, 4), 18);
+        assert_eq!(pass_count(1 << 24, 13, 1), 78);
+        assert_eq!(pass_count(1 << 24, 13, 4), 33);
+        assert_eq!(pass_count(1 << 13, 13, 4), 1);
+        assert_eq!(pass_count((1 << 13) + 1, 13, 4), 3);
+    }
+
+    #[test]
+    fn fused_passes_cover_every_global_substage_once() {
+        for fused in 1..=MAX_FUSED {
+            let plan = Plan::new(1 << 20, Geometry { tile_log2: 10, global_wg: 64, fused }, 0);
+            for stage in 11..=20 {
+                let strides: Vec<u32> = plan
+                    .passes
+                    .iter()
+                    .filter(|p| p.stage == stage && p.kind == PassKind::GlobalMerge)
+                    .flat_map(|p| (0..p.substages).map(move |j| p.push.inc >> j))
+                    .collect();
+                let expect: Vec<u32> = (10..stage).rev().map(|j| 1 << j).collect();
+                assert_eq!(strides, expect, "fused={fused} stage={stage}");
+            }
+        }
     }
 
     #[test]
     fn first_pass_maps_keys_in_and_only_the_last_maps_them_out() {
         for n in [2u32, 9, 100, 1000] {
-            let plan = Plan::new(n, Geometry { tile_log2: 3, global_wg: 4 }, 0);
+            let plan = Plan::new(n, Geometry { tile_log2: 3, global_wg: 4, fused: 2 }, 0);
             let (first, last) = (plan.passes[0], plan.passes[plan.passes.len() - 1]);
             assert_eq!(first.kind, PassKind::TileSort);
             assert_ne!(first.push.flags & FLAG_TO_IMAGE_ON_LOAD, 0);
@@ -202,11 +248,15 @@ mod tests {
     }
 
     #[test]
-    fn comparator_count_is_the_number_of_lower_elements_below_n() {
-        for inc in [1u32, 2, 4, 8, 16] {
-            for n in 0..200u32 {
-                let brute = (0..n).filter(|i| i & inc == 0).count() as u32;
-                assert_eq!(comparators(n, inc), brute, "n={n} inc={inc}");
+    fn group_count_is_the_number_of_lowest_elements_below_n() {
+        for low in [1u32, 2, 4, 8, 16] {
+            for m in 1..=MAX_FUSED {
+                let span = low << m;
+                for n in 0..300u32 {
+                    // A group's lowest element has zeros in the m bits above log2(low).
+                    let brute = (0..n).filter(|i| i % span < low).count() as u32;
+                    assert_eq!(groups(n, low, m), brute, "n={n} low={low} m={m}");
+                }
             }
         }
     }

@@ -4,13 +4,14 @@
 
 use ash::vk;
 
+use crate::pipelines::Kernels;
 use crate::plan::{PassKind, Plan};
 use crate::push::PushConstants;
 
 /// What the pass sequence needs from a command sink.
 pub trait Encoder {
-    /// Binds the pipeline of a kernel.
-    fn bind_kernel(&mut self, kernel: PassKind);
+    /// Binds the pipeline of a kernel (for `GlobalMerge`, the one fusing `substages`).
+    fn bind_kernel(&mut self, kernel: PassKind, substages: u32);
     /// Sets the push constants for the following dispatches.
     fn push_constants(&mut self, push: &PushConstants);
     /// Dispatches `groups` workgroups along x.
@@ -42,9 +43,9 @@ pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOption
         if index > 0 && options.drop_barrier_before_pass != Some(index) {
             enc.compute_barrier();
         }
-        if bound != Some(pass.kind) {
-            enc.bind_kernel(pass.kind);
-            bound = Some(pass.kind);
+        if bound != Some((pass.kind, pass.substages)) {
+            enc.bind_kernel(pass.kind, pass.substages);
+            bound = Some((pass.kind, pass.substages));
         }
         let mut offset = 0;
         while offset < pass.workgroups {
@@ -62,18 +63,17 @@ pub(crate) struct VulkanEncoder<'a> {
     pub device: &'a ash::Device,
     pub cmd: vk::CommandBuffer,
     pub layout: vk::PipelineLayout,
-    /// Pipelines indexed like [`PassKind::ALL`].
-    pub pipelines: [vk::Pipeline; 3],
+    pub kernels: &'a Kernels,
     /// Where to write a timestamp at the end of each pass: query `1 + index` of this pool.
     pub pass_timestamps: Option<vk::QueryPool>,
 }
 
 impl Encoder for VulkanEncoder<'_> {
-    fn bind_kernel(&mut self, kernel: PassKind) {
-        let index = PassKind::ALL.iter().position(|k| *k == kernel).unwrap_or_default();
+    fn bind_kernel(&mut self, kernel: PassKind, substages: u32) {
+        let pipeline = self.kernels.pipeline(kernel, substages);
         // SAFETY: `cmd` is recording (VulkanEncoder's contract) and the pipeline was created on
         // `device` and outlives the command buffer's execution (owned by the sorter).
-        unsafe { self.device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, self.pipelines[index]) };
+        unsafe { self.device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline) };
     }
 
     fn push_constants(&mut self, push: &PushConstants) {

@@ -10,7 +10,7 @@ use gpu_allocator::MemoryLocation;
 use crate::context::{Context, Shared};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::pipelines::{Kernels, Layouts};
+use crate::pipelines::{KernelOptions, Kernels, Layouts};
 use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
 use crate::record::{self, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
@@ -21,6 +21,9 @@ pub struct SorterDesc {
     /// Caps the elements per tile of the local kernels (a power of two, at least 2). Smaller tiles
     /// mean more global passes; tests use it to reach those passes at small sizes.
     pub max_tile: Option<u32>,
+    /// Caps the substages fused in registers per global pass and per shared-memory chunk (1..=4,
+    /// default 4). 1 runs one substage per global pass, as NVIDIA's CUDA sample does.
+    pub max_fused_substages: Option<u32>,
     /// Caps the workgroups per dispatch below the device's maxComputeWorkGroupCount[0], so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -33,6 +36,12 @@ pub struct SorterDesc {
     /// this exists only to prove that the tests catch a missing barrier.
     #[doc(hidden)]
     pub drop_barrier_before_pass: Option<usize>,
+}
+
+impl SorterDesc {
+    fn kernel_options(&self) -> KernelOptions {
+        KernelOptions { max_tile: self.max_tile, max_fused: self.max_fused_substages }
+    }
 }
 
 /// What one sort did.
@@ -177,7 +186,7 @@ impl Sorter {
             None => limits.max_compute_work_group_count_x,
         };
         // Validate the tile option before creating anything.
-        crate::pipelines::geometry_for(&limits, Payload::Pairs, desc.max_tile)?;
+        crate::pipelines::geometry_for(&limits, Payload::Pairs, desc.kernel_options())?;
         let mut sorter = Sorter {
             ctx: ctx.clone(),
             desc: desc.clone(),
@@ -217,7 +226,7 @@ impl Sorter {
         if limits.timestamp_valid_bits > 0 {
             // One query before the first pass and one after the last or, per pass, after each; the
             // most passes come with the smallest tile at the largest n.
-            sorter.query_capacity = if desc.pass_timestamps { 1 + pass_count(MAX_ELEMENTS, 1) as u32 } else { 2 };
+            sorter.query_capacity = if desc.pass_timestamps { 1 + pass_count(MAX_ELEMENTS, 1, 1) as u32 } else { 2 };
             let info = vk::QueryPoolCreateInfo::default()
                 .query_type(vk::QueryType::TIMESTAMP)
                 .query_count(sorter.query_capacity);
@@ -293,8 +302,13 @@ impl Sorter {
         let slot = payload as usize;
         if self.kernels[slot].is_none() {
             let shared = &self.ctx.shared;
-            self.kernels[slot] =
-                Some(Kernels::new(&shared.device, &self.layouts, &shared.info.limits, payload, self.desc.max_tile)?);
+            self.kernels[slot] = Some(Kernels::new(
+                &shared.device,
+                &self.layouts,
+                &shared.info.limits,
+                payload,
+                self.desc.kernel_options(),
+            )?);
         }
         Ok(self.kernels[slot].as_ref().expect("created just above"))
     }
@@ -457,7 +471,7 @@ impl Sorter {
             device,
             cmd,
             layout: self.layouts.pipeline_layout,
-            pipelines: kernels.pipelines,
+            kernels,
             pass_timestamps: per_pass.then_some(self.queries),
         };
         let options = RecordOptions {

@@ -316,10 +316,22 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
 }
 
 #[test]
-fn split_dispatches_and_small_tiles_sort_correctly() {
+fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
     let mut rng = rng("split dispatches");
-    for (max_tile, max_groups) in [(Some(64), Some(3)), (Some(2), None), (Some(16), Some(1)), (None, Some(2))] {
-        let desc = SorterDesc { max_tile, max_workgroups_per_dispatch: max_groups, ..SorterDesc::default() };
+    for (max_tile, max_groups, max_fused) in [
+        (Some(64), Some(3), None),
+        (Some(2), None, None),
+        (Some(16), Some(1), Some(1)),
+        (None, Some(2), Some(2)),
+        (Some(256), None, Some(3)),
+        (None, None, Some(1)),
+    ] {
+        let desc = SorterDesc {
+            max_tile,
+            max_workgroups_per_dispatch: max_groups,
+            max_fused_substages: max_fused,
+            ..SorterDesc::default()
+        };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
         let sizes: &[usize] = if max_tile == Some(2) { &[3, 100, 1025] } else { &[2, 65, 1000, 10_007, 40_000] };
         for &n in sizes {
@@ -429,6 +441,8 @@ fn invalid_options_are_errors() {
         SorterDesc { max_tile: Some(3), ..SorterDesc::default() },
         SorterDesc { max_tile: Some(1), ..SorterDesc::default() },
         SorterDesc { max_workgroups_per_dispatch: Some(0), ..SorterDesc::default() },
+        SorterDesc { max_fused_substages: Some(0), ..SorterDesc::default() },
+        SorterDesc { max_fused_substages: Some(5), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}
