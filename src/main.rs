@@ -107,6 +107,10 @@ struct BenchArgs {
     /// substage per global pass, as NVIDIA's CUDA sample does).
     #[arg(long, value_name = "N")]
     max_fused: Option<u32>,
+    /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
+    /// tile, at most 1024).
+    #[arg(long, value_name = "N")]
+    local_wg: Option<u32>,
     /// After each size, sort once more with a timestamp after every pass and print each pass's
     /// GPU time and bandwidth.
     #[arg(long)]
@@ -310,7 +314,12 @@ fn median(sorted: &[Duration]) -> Duration {
 fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
-    let desc = SorterDesc { max_tile: args.max_tile, max_fused_substages: args.max_fused, ..SorterDesc::default() };
+    let desc = SorterDesc {
+        max_tile: args.max_tile,
+        max_fused_substages: args.max_fused,
+        local_workgroup_size: args.local_wg,
+        ..SorterDesc::default()
+    };
     let mut sorter = Sorter::new(&ctx, &desc)?;
     let cpu = info.device_type == DeviceType::Cpu;
     println!("device: {} ({}, Vulkan {})", info.name, info.device_type, info.api_version);

@@ -14,8 +14,10 @@ use crate::shaders::{spirv, Payload};
 pub const MAX_TILE: u32 = 1 << 14;
 /// Invocations per workgroup of global_merge, before the device's limits.
 const GLOBAL_WG: u32 = 256;
-/// Invocations per workgroup of the local kernels, before the device's limits. On the H100, 1024
-/// ran the local kernels faster than 256 at every tile size tried (`bench --max-tile`).
+/// Most invocations per workgroup of the local kernels, before the device's limits. The default is
+/// a quarter of the tile: on the H100, 1024 invocations for tiles of 4096 and 8192 elements beat
+/// one invocation per group of 16 elements (256 and 512) at 2^16 to 2^22 keys and pairs
+/// (`bench --local-wg`), except for 2^10, where it lost about 3 us.
 const LOCAL_WG_MAX: u32 = 1024;
 
 fn prev_power_of_two(x: u32) -> u32 {
@@ -33,6 +35,9 @@ pub struct KernelOptions {
     pub max_tile: Option<u32>,
     /// Caps the substages fused per global pass and per local chunk (1..=4).
     pub max_fused: Option<u32>,
+    /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
+    /// tile, at most 1024); a power of two, capped by the device.
+    pub local_workgroup_size: Option<u32>,
 }
 
 /// The tile and workgroup sizes for a payload on a device: the largest power-of-two tile whose
@@ -77,8 +82,18 @@ pub fn geometry_for(limits: &DeviceLimits, payload: Payload, options: KernelOpti
             reason: "too small for a tile of two elements",
         });
     }
-    // One invocation per group of the largest chunks.
-    let local_wg = (tile >> fused.min(tile.trailing_zeros())).clamp(1, LOCAL_WG_MAX).min(invocations);
+    // By default one invocation per group of the largest chunks.
+    let local_wg = match options.local_workgroup_size {
+        Some(wg) if wg == 0 || !wg.is_power_of_two() => {
+            return Err(Error::InvalidOption {
+                name: "local_workgroup_size",
+                value: wg.to_string(),
+                reason: "must be a power of two",
+            })
+        }
+        Some(wg) => wg.min(invocations),
+        None => (tile / 4).clamp(1, LOCAL_WG_MAX).min(invocations),
+    };
     let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused };
     Ok((geometry, local_wg))
 }

@@ -24,6 +24,9 @@ pub struct SorterDesc {
     /// Caps the substages fused in registers per global pass and per shared-memory chunk (1..=4,
     /// default 4). 1 runs one substage per global pass, as NVIDIA's CUDA sample does.
     pub max_fused_substages: Option<u32>,
+    /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
+    /// the tile, at most 1024, capped by the device. A tuning knob for `bench`.
+    pub local_workgroup_size: Option<u32>,
     /// Caps the workgroups per dispatch below the device's maxComputeWorkGroupCount[0], so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -40,7 +43,11 @@ pub struct SorterDesc {
 
 impl SorterDesc {
     fn kernel_options(&self) -> KernelOptions {
-        KernelOptions { max_tile: self.max_tile, max_fused: self.max_fused_substages }
+        KernelOptions {
+            max_tile: self.max_tile,
+            max_fused: self.max_fused_substages,
+            local_workgroup_size: self.local_workgroup_size,
+        }
     }
 }
 
