@@ -51,7 +51,7 @@ const SHARED_CONSTANTS: &[(&str, u32, &str)] = &[
     ),
 ];
 
-/// Payload variants: every module is compiled once per entry, with these macros defined.
+/// Payload variants: every sorting kernel is compiled once per entry, with these macros defined.
 const VARIANTS: &[(&str, &[&str])] = &[("keys", &[]), ("pairs", &["PAIRS"])];
 
 fn main() {
@@ -79,14 +79,23 @@ fn main() {
     for source in &sources {
         let stem = source.file_stem().and_then(|s| s.to_str()).expect("UTF-8 shader name");
         let text = fs::read_to_string(source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
-        for (variant, macros) in VARIANTS {
-            let words = compile(&compiler, source, &text, macros, &glsl_dir, &out);
-            let ident = format!("{}_{}", stem, variant).to_uppercase();
-            writeln!(
-                generated,
-                "/// SPIR-V of `glsl/{stem}.comp`, payload variant `{variant}`.\npub static {ident}: &[u32] = &{words:?};"
-            )
-            .expect("write to String");
+        // Kernels on the key and value buffers (those that include common.glsl, directly or
+        // through local.glsl) are built once per payload; the others (probes) once.
+        if text.contains("#include \"common.glsl\"") || text.contains("#include \"local.glsl\"") {
+            for (variant, macros) in VARIANTS {
+                let words = compile(&compiler, source, &text, macros, &glsl_dir, &out);
+                let ident = format!("{}_{}", stem, variant).to_uppercase();
+                writeln!(
+                    generated,
+                    "/// SPIR-V of `glsl/{stem}.comp`, payload variant `{variant}`.\npub static {ident}: &[u32] = &{words:?};"
+                )
+                .expect("write to String");
+            }
+        } else {
+            let words = compile(&compiler, source, &text, &[], &glsl_dir, &out);
+            let ident = stem.to_uppercase();
+            writeln!(generated, "/// SPIR-V of `glsl/{stem}.comp`.\npub static {ident}: &[u32] = &{words:?};")
+                .expect("write to String");
         }
     }
     write(&out.join("shaders.rs"), &generated);

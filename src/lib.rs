@@ -60,4 +60,4 @@ pub use context::{
 };
 pub use error::{Error, Result};
 pub use keys::{KeyKind, Order, SortKey};
-pub use sorter::{SortStats, Sorter, SorterDesc};
+pub use sorter::{Calibration, SortStats, Sorter, SorterDesc};

@@ -342,9 +342,21 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
             "size {too_big} is over this device's limit of {max} elements: choose smaller --sizes"
         )));
     }
+    // The pass model: bytes per pass over a vec4 copy's bandwidth, plus a dispatch and a barrier
+    // per pass, both measured here and now.
+    let calibration_size = if cpu { 1 << 20 } else { (1u64 << 24).min(max) } as usize;
+    let calibration = sorter.calibrate(calibration_size, if cpu { 50 } else { 500 }, if cpu { 3 } else { 10 })?;
+    if let Some(c) = &calibration {
+        println!(
+            "pass model: vec4 copy of {calibration_size} u32 moves {:.0} GB/s (read + write); empty dispatch + barrier {:.2} us, empty dispatch alone {:.2} us",
+            c.copy_bytes_per_second / 1e9,
+            c.dispatch_and_barrier.as_secs_f64() * 1e6,
+            c.dispatch_alone.as_secs_f64() * 1e6
+        );
+    }
     println!(
-        "{:>10} {:>6} {:>6} {:>12} {:>12} {:>12} {:>10} {:>12}  check",
-        "n", "kind", "passes", "gpu ms med", "gpu ms min", "gpu ms max", "Mkeys/s", "wall ms med"
+        "{:>10} {:>6} {:>6} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10} {:>6}  check",
+        "n", "kind", "passes", "gpu ms med", "gpu ms min", "gpu ms max", "Mkeys/s", "wall ms med", "model ms", "/model"
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
     for &n in &sizes {
@@ -386,8 +398,16 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
                     format!("{:.1}", n as f64 / m.as_secs_f64() / 1e6),
                 )
             };
+            let bytes_per_pass = n as f64 * if pairs { 8.0 } else { 4.0 } * 2.0;
+            let (model, ratio) = match (&calibration, gpu_times.is_empty()) {
+                (Some(c), false) => {
+                    let predicted = c.predict(passes, bytes_per_pass);
+                    (ms(predicted), format!("{:.2}", median(&gpu_times).as_secs_f64() / predicted.as_secs_f64()))
+                }
+                _ => ("-".to_owned(), "-".to_owned()),
+            };
             println!(
-                "{n:>10} {:>6} {passes:>6} {med:>12} {min:>12} {max:>12} {rate:>10} {:>12}  ok",
+                "{n:>10} {:>6} {passes:>6} {med:>12} {min:>12} {max:>12} {rate:>10} {:>12} {model:>10} {ratio:>6}  ok",
                 if pairs { "pairs" } else { "keys" },
                 ms(median(&wall_times))
             );
@@ -396,7 +416,10 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
             }
         }
     }
-    println!("gpu ms: timestamps from the first pass to the last, over {} runs after {} warm-up runs; wall ms includes upload and download", args.reps, args.warmup);
+    println!(
+        "gpu ms: timestamps from the first pass to the last, over {} runs after {} warm-up runs; wall ms includes upload and download; model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier)",
+        args.reps, args.warmup
+    );
     Ok(())
 }
 

@@ -242,3 +242,35 @@ impl Drop for Kernels {
         }
     }
 }
+
+/// The probe kernels of the pass model: a vec4 copy (the bandwidth ceiling) and an empty dispatch
+/// (the fixed cost of a pass).
+pub(crate) struct Probes {
+    device: ash::Device,
+    pub copy: vk::Pipeline,
+    pub empty: vk::Pipeline,
+    /// Invocations per workgroup of `copy` (one 16-byte word each).
+    pub copy_wg: u32,
+}
+
+impl Probes {
+    pub fn new(device: &ash::Device, layouts: &Layouts, limits: &DeviceLimits) -> Result<Probes> {
+        let copy_wg = GLOBAL_WG.min(prev_power_of_two(limits.max_compute_work_group_invocations)).max(1);
+        let mut probes =
+            Probes { device: device.clone(), copy: vk::Pipeline::null(), empty: vk::Pipeline::null(), copy_wg };
+        probes.copy = create_pipeline(device, layouts.pipeline_layout, crate::shaders::COPY, &[copy_wg, 0, 0])?;
+        probes.empty = create_pipeline(device, layouts.pipeline_layout, crate::shaders::EMPTY, &[0, 0, 0])?;
+        Ok(probes)
+    }
+}
+
+impl Drop for Probes {
+    fn drop(&mut self) {
+        // SAFETY: created on `device` by `new` (or null); the sorter waits for its submissions to
+        // finish before dropping.
+        unsafe {
+            self.device.destroy_pipeline(self.copy, None);
+            self.device.destroy_pipeline(self.empty, None);
+        }
+    }
+}

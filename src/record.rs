@@ -70,30 +70,15 @@ pub(crate) struct VulkanEncoder<'a> {
 
 impl Encoder for VulkanEncoder<'_> {
     fn bind_kernel(&mut self, kernel: PassKind, substages: u32) {
-        let pipeline = self.kernels.pipeline(kernel, substages);
-        // SAFETY: `cmd` is recording (VulkanEncoder's contract) and the pipeline was created on
-        // `device` and outlives the command buffer's execution (owned by the sorter).
-        unsafe { self.device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline) };
+        bind_pipeline(self.device, self.cmd, self.kernels.pipeline(kernel, substages));
     }
 
     fn push_constants(&mut self, push: &PushConstants) {
-        // SAFETY: the layout's one push-constant range covers the whole PushConstants struct for
-        // the compute stage (see pipelines.rs).
-        unsafe {
-            self.device.cmd_push_constants(
-                self.cmd,
-                self.layout,
-                vk::ShaderStageFlags::COMPUTE,
-                0,
-                bytemuck::bytes_of(push),
-            )
-        };
+        push_constants(self.device, self.cmd, self.layout, push);
     }
 
     fn dispatch(&mut self, groups: u32) {
-        // SAFETY: a compute pipeline, its descriptor set and push constants are bound; groups is
-        // at most maxComputeWorkGroupCount[0] (record_passes splits larger passes).
-        unsafe { self.device.cmd_dispatch(self.cmd, groups, 1, 1) };
+        dispatch(self.device, self.cmd, groups);
     }
 
     fn compute_barrier(&mut self) {
@@ -111,6 +96,32 @@ impl Encoder for VulkanEncoder<'_> {
             timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, 1 + index as u32);
         }
     }
+}
+
+/// Binds a compute pipeline of the sorter's (created on `device`, alive until the command buffer
+/// has executed: the sorter owns both).
+pub(crate) fn bind_pipeline(device: &ash::Device, cmd: vk::CommandBuffer, pipeline: vk::Pipeline) {
+    // SAFETY: `cmd` is recording and `pipeline` is a live compute pipeline of `device`.
+    unsafe { device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline) };
+}
+
+/// Sets the push constants of the sorter's pipeline layout.
+pub(crate) fn push_constants(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    layout: vk::PipelineLayout,
+    push: &PushConstants,
+) {
+    // SAFETY: the layout's one push-constant range covers the whole PushConstants struct for the
+    // compute stage (see pipelines.rs).
+    unsafe { device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::bytes_of(push)) };
+}
+
+/// Dispatches `groups` workgroups along x.
+pub(crate) fn dispatch(device: &ash::Device, cmd: vk::CommandBuffer, groups: u32) {
+    // SAFETY: a compute pipeline and its descriptor set are bound; callers keep groups within
+    // maxComputeWorkGroupCount[0] (record_passes and the probes split larger work).
+    unsafe { device.cmd_dispatch(cmd, groups, 1, 1) };
 }
 
 /// One global memory barrier from (stage, access) to (stage, access).

@@ -10,8 +10,9 @@ use gpu_allocator::MemoryLocation;
 use crate::context::{Context, Shared};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::pipelines::{KernelOptions, Kernels, Layouts};
+use crate::pipelines::{KernelOptions, Kernels, Layouts, Probes};
 use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
+use crate::push::PushConstants;
 use crate::record::{self, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
 
@@ -64,6 +65,27 @@ pub struct SortStats {
     /// With [`SorterDesc::pass_timestamps`], the GPU time of each pass (from the end of the one
     /// before); empty otherwise.
     pub pass_times: Vec<Duration>,
+}
+
+/// The device's costs that the pass model is made of, measured by [`Sorter::calibrate`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Bytes read plus bytes written per second by a vec4 copy kernel over the calibration size.
+    pub copy_bytes_per_second: f64,
+    /// GPU time per empty dispatch in a chain with a compute-to-compute barrier after each.
+    pub dispatch_and_barrier: Duration,
+    /// GPU time per empty dispatch in a chain with no barriers.
+    pub dispatch_alone: Duration,
+}
+
+impl Calibration {
+    /// The time the pass model predicts for `passes` passes that each read and write
+    /// `bytes_per_pass / 2` bytes: the bytes over the copy bandwidth plus a dispatch and a
+    /// barrier per pass.
+    pub fn predict(&self, passes: usize, bytes_per_pass: f64) -> Duration {
+        let per_pass = bytes_per_pass / self.copy_bytes_per_second + self.dispatch_and_barrier.as_secs_f64();
+        Duration::from_secs_f64(per_pass * passes as f64)
+    }
 }
 
 /// A buffer and its memory.
@@ -142,6 +164,7 @@ pub struct Sorter {
     timeout: Duration,
     layouts: Layouts,
     kernels: [Option<Kernels>; 2],
+    probes: Option<Probes>,
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
@@ -201,6 +224,7 @@ impl Sorter {
             timeout: desc.timeout.unwrap_or(Duration::from_secs(120)),
             layouts: Layouts::new(device)?,
             kernels: [None, None],
+            probes: None,
             pool: vk::CommandPool::null(),
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
@@ -421,6 +445,124 @@ impl Sorter {
         Ok(SortStats { n, passes: plan.passes.len(), gpu_time, pass_times })
     }
 
+    /// Measures the pass model's costs on this device: the median over `reps` runs of a vec4 copy
+    /// of `elements` u32 words (rounded down to a multiple of 4) between the sorter's two device
+    /// buffers, and of chains of `chain` empty dispatches with and without barriers. `None` where
+    /// the queue has no timestamps.
+    pub fn calibrate(&mut self, elements: usize, chain: u32, reps: u32) -> Result<Option<Calibration>> {
+        if self.queries == vk::QueryPool::null() {
+            return Ok(None);
+        }
+        self.check_size(elements)?;
+        self.settle()?;
+        let words = (elements / 4).max(1) as u32;
+        let bytes = u64::from(words) * 16;
+        let shared = self.ctx.shared.clone();
+        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+        Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+        let (source, destination) = match (&self.keys, &self.values) {
+            (Some(k), Some(v)) => (k.raw, v.raw),
+            _ => unreachable!("ensured above"),
+        };
+        self.bind_buffers(source, destination);
+        if self.probes.is_none() {
+            self.probes = Some(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?);
+        }
+        let (copy, empty, copy_wg) = match &self.probes {
+            Some(p) => (p.copy, p.empty, p.copy_wg),
+            None => unreachable!("created above"),
+        };
+        let max_groups = self.max_groups;
+        let layout = self.layouts.pipeline_layout;
+        let median = |mut v: Vec<Duration>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        let reps = reps.max(1);
+        let mut copies = Vec::new();
+        for _ in 0..reps {
+            copies.push(self.timed(|device, cmd| {
+                record::bind_pipeline(device, cmd, copy);
+                let groups = words.div_ceil(copy_wg);
+                let mut offset = 0;
+                while offset < groups {
+                    let count = (groups - offset).min(max_groups);
+                    let push = PushConstants { n: words, group_offset: offset, ..PushConstants::default() };
+                    record::push_constants(device, cmd, layout, &push);
+                    record::dispatch(device, cmd, count);
+                    offset += count;
+                }
+            })?);
+        }
+        let chain = chain.max(1);
+        let mut chains = [Vec::new(), Vec::new()];
+        for _ in 0..reps {
+            for (with_barriers, times) in [true, false].into_iter().zip(chains.iter_mut()) {
+                times.push(
+                    self.timed(|device, cmd| {
+                        record::bind_pipeline(device, cmd, empty);
+                        for i in 0..chain {
+                            if with_barriers && i > 0 {
+                                record::barrier(
+                                    device,
+                                    cmd,
+                                    (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+                                    (
+                                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                                    ),
+                                );
+                            }
+                            record::dispatch(device, cmd, 1);
+                        }
+                    })? / chain,
+                );
+            }
+        }
+        let [with_barriers, alone] = chains;
+        Ok(Some(Calibration {
+            copy_bytes_per_second: 2.0 * bytes as f64 / median(copies).as_secs_f64(),
+            dispatch_and_barrier: median(with_barriers),
+            dispatch_alone: median(alone),
+        }))
+    }
+
+    /// Records `body` between two timestamps into the sorter's command buffer (descriptor set
+    /// bound), submits it, waits, and returns the GPU time between the timestamps.
+    fn timed(&mut self, body: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<Duration> {
+        let shared = self.ctx.shared.clone();
+        let device = &shared.device;
+        let cmd = self.cmd;
+        // SAFETY: the command buffer is not pending (every submission is waited for).
+        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
+            .map_err(Error::vk("vkResetCommandPool"))?;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the command buffer was just reset.
+        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
+        record::reset_queries(device, cmd, self.queries, self.query_capacity);
+        record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
+        record::timestamp(device, cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.queries, 0);
+        body(device, cmd);
+        record::timestamp(device, cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.queries, 1);
+        // SAFETY: recording was begun above.
+        unsafe { device.end_command_buffer(cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
+        self.submit()?;
+        self.wait()?;
+        let limits = &shared.info.limits;
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were reset and written by the submission just waited for.
+        unsafe {
+            device.get_query_pool_results(
+                self.queries,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        Ok(ticks_to_duration(ticks[0], ticks[1], limits))
+    }
+
     fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
         if self.bound == (keys, values) {
             return;
@@ -538,14 +680,20 @@ impl Sorter {
             )
         }
         .map_err(Error::vk("vkGetQueryPoolResults"))?;
-        let mask = if limits.timestamp_valid_bits >= 64 { u64::MAX } else { (1u64 << limits.timestamp_valid_bits) - 1 };
-        let span = |a: u64, b: u64| {
-            Duration::from_nanos(((b.wrapping_sub(a) & mask) as f64 * f64::from(limits.timestamp_period)) as u64)
+        let total = ticks_to_duration(ticks[0], ticks[ticks.len() - 1], limits);
+        let pass_times = if per_pass {
+            ticks.windows(2).map(|w| ticks_to_duration(w[0], w[1], limits)).collect()
+        } else {
+            Vec::new()
         };
-        let total = span(ticks[0], ticks[ticks.len() - 1]);
-        let pass_times = if per_pass { ticks.windows(2).map(|w| span(w[0], w[1])).collect() } else { Vec::new() };
         Ok((Some(total), pass_times))
     }
+}
+
+/// The time between two timestamps, masked to the queue's valid bits (so a wrap is harmless).
+fn ticks_to_duration(start: u64, end: u64, limits: &crate::context::DeviceLimits) -> Duration {
+    let mask = if limits.timestamp_valid_bits >= 64 { u64::MAX } else { (1u64 << limits.timestamp_valid_bits) - 1 };
+    Duration::from_nanos((((end.wrapping_sub(start)) & mask) as f64 * f64::from(limits.timestamp_period)) as u64)
 }
 
 impl Drop for Sorter {
@@ -563,6 +711,7 @@ impl Drop for Sorter {
             }
         }
         self.kernels = [None, None];
+        self.probes = None;
         // SAFETY: no submission of this sorter is pending (waited above); each handle was created
         // on this device by `new`, or is null, which the destroy calls ignore.
         unsafe {

@@ -467,3 +467,19 @@ fn per_pass_timestamps_cover_every_pass() {
     }
     assert_validation_clean();
 }
+
+#[test]
+fn calibration_measures_the_pass_model_and_leaves_the_sorter_usable() {
+    let mut rng = rng("calibration");
+    let mut sorter = sorter();
+    let Some(c) = sorter.calibrate(1 << 16, 20, 2).unwrap_or_else(|e| panic!("calibrate: {e}")) else {
+        eprintln!("skipped: no timestamps on this queue");
+        return;
+    };
+    assert!(c.copy_bytes_per_second > 0.0 && c.copy_bytes_per_second.is_finite(), "{c:?}");
+    assert!(c.dispatch_and_barrier > std::time::Duration::ZERO, "{c:?}");
+    assert!(c.predict(10, 1e6) > c.predict(5, 1e6), "{c:?}");
+    let input: Vec<u32> = (0..70_001).map(|_| rng.random()).collect();
+    check(&mut sorter, KeyKind::U32, Order::Ascending, true, &input, "after calibration");
+    assert_validation_clean();
+}
