@@ -15,7 +15,6 @@
 layout(constant_id = 2) const uint FUSED = 4;
 const uint MAX_SLOTS = 16u;
 
-uint r_index[MAX_SLOTS];
 uint r_key[MAX_SLOTS];
 #ifdef PAIRS
 uint r_value[MAX_SLOTS];
@@ -32,9 +31,10 @@ uint slot_index(uint g, uint s, uint low, uint m, bool flip) {
     return i;
 }
 
-// Runs the m substages on the slots. A comparator puts the smaller image at the lower element
-// index; one whose upper index is at or past `limit` meets a virtual +infinity key and is skipped.
-void run_slots(uint m, bool flip, uint limit) {
+// Runs the m substages on the slots of group g. A comparator puts the smaller image at the lower
+// element index; one whose upper index is at or past `limit` meets a virtual +infinity key and is
+// skipped. Indices are recomputed rather than kept, to spare 16 registers per invocation.
+void run_slots(uint g, uint low, uint m, bool flip, uint limit) {
     uint half_slots = 1u << (m - 1u);
     [[unroll]] for (uint j = 0u; j < m; j++) {
         uint bit = half_slots >> j;
@@ -43,7 +43,7 @@ void run_slots(uint m, bool flip, uint limit) {
                 uint t = s | bit;
                 // Past the flip, the mirrored slots run in decreasing index order.
                 bool reversed = flip && j > 0u && (s & half_slots) != 0u;
-                uint upper = reversed ? r_index[s] : r_index[t];
+                uint upper = slot_index(g, reversed ? s : t, low, m, flip);
                 uint a = r_key[s];
                 uint b = r_key[t];
                 if (upper < limit && (reversed ? b > a : a > b)) {

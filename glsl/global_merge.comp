@@ -14,7 +14,6 @@ void main() {
     bool flip = pc.dir != 0u;
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
-        r_index[s] = i;
         r_key[s] = 0u;
         // Indices at or past n are virtual +infinity keys: never read, never written.
         if (i < pc.n) {
@@ -24,9 +23,9 @@ void main() {
 #endif
         }
     }
-    run_slots(FUSED, flip, pc.n);
+    run_slots(g, low, FUSED, flip, pc.n);
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
-        uint i = r_index[s];
+        uint i = slot_index(g, s, low, FUSED, flip);
         if (i < pc.n) {
             keys[i] = r_key[s];
 #ifdef PAIRS

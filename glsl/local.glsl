@@ -64,7 +64,6 @@ void chunk(uint limit, uint low, uint m, bool flip) {
     for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
         [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
             uint i = slot_index(g, s, low, m, flip);
-            r_index[s] = i;
             r_key[s] = 0u;
             if (i < limit) {
                 r_key[s] = s_keys[swizzle(i)];
@@ -73,9 +72,9 @@ void chunk(uint limit, uint low, uint m, bool flip) {
 #endif
             }
         }
-        run_slots(m, flip, limit);
+        run_slots(g, low, m, flip, limit);
         [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-            uint i = r_index[s];
+            uint i = slot_index(g, s, low, m, flip);
             if (i < limit) {
                 s_keys[swizzle(i)] = r_key[s];
 #ifdef PAIRS

@@ -412,7 +412,7 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
                 ms(median(&wall_times))
             );
             if args.per_pass {
-                print_passes(&ctx, &desc, &input, pairs)?;
+                print_passes(&mut sorter, &input, pairs)?;
             }
         }
     }
@@ -424,16 +424,18 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
 }
 
 /// Sorts `input` once with a timestamp after every pass and prints what each pass cost.
-fn print_passes(ctx: &Context, desc: &SorterDesc, input: &[u32], pairs: bool) -> Result<(), Failure> {
-    let mut sorter = Sorter::new(ctx, &SorterDesc { pass_timestamps: true, ..desc.clone() })?;
+fn print_passes(sorter: &mut Sorter, input: &[u32], pairs: bool) -> Result<(), Failure> {
     let plan = sorter.plan(input.len(), pairs, bitonic_vk::KeyKind::U32, Order::Ascending)?;
     let mut keys = input.to_vec();
     let mut values: Vec<u32> = (0..input.len() as u32).collect();
+    sorter.set_pass_timestamps(true);
     let stats = if pairs {
-        sorter.sort_pairs(&mut keys, &mut values, Order::Ascending)?
+        sorter.sort_pairs(&mut keys, &mut values, Order::Ascending)
     } else {
-        sorter.sort(&mut keys, Order::Ascending)?
+        sorter.sort(&mut keys, Order::Ascending)
     };
+    sorter.set_pass_timestamps(false);
+    let stats = stats?;
     // Every pass reads and writes each element once at most (keys, and values with pairs).
     let bytes = input.len() as f64 * if pairs { 8.0 } else { 4.0 } * 2.0;
     println!(

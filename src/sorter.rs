@@ -171,8 +171,6 @@ pub struct Sorter {
     /// Whether the fence guards a submission not yet waited for (after a timeout).
     pending: bool,
     queries: vk::QueryPool,
-    /// Queries in `queries`: 2, or 1 + the most passes with per-pass timestamps.
-    query_capacity: u32,
     descriptor_pool: vk::DescriptorPool,
     set: vk::DescriptorSet,
     /// The buffers the descriptor set points at.
@@ -230,7 +228,6 @@ impl Sorter {
             fence: vk::Fence::null(),
             pending: false,
             queries: vk::QueryPool::null(),
-            query_capacity: 0,
             descriptor_pool: vk::DescriptorPool::null(),
             set: vk::DescriptorSet::null(),
             bound: (vk::Buffer::null(), vk::Buffer::null()),
@@ -255,12 +252,10 @@ impl Sorter {
         sorter.fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
             .map_err(Error::vk("vkCreateFence"))?;
         if limits.timestamp_valid_bits > 0 {
-            // One query before the first pass and one after the last or, per pass, after each; the
-            // most passes come with the smallest tile at the largest n.
-            sorter.query_capacity = if desc.pass_timestamps { 1 + pass_count(MAX_ELEMENTS, 1, 1) as u32 } else { 2 };
-            let info = vk::QueryPoolCreateInfo::default()
-                .query_type(vk::QueryType::TIMESTAMP)
-                .query_count(sorter.query_capacity);
+            // Room for per-pass timestamps: one query before the first pass and one after each, for
+            // the most passes any sort takes (the smallest tile, no fusion, the largest n).
+            let capacity = 1 + pass_count(MAX_ELEMENTS, 1, 1) as u32;
+            let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(capacity);
             // SAFETY: see above.
             sorter.queries =
                 unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
@@ -277,6 +272,12 @@ impl Sorter {
         sorter.set =
             unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
         Ok(sorter)
+    }
+
+    /// Turns per-pass timestamps ([`SorterDesc::pass_timestamps`]) on or off for later sorts,
+    /// keeping the sorter's buffers: a second sorter would place its buffers elsewhere.
+    pub fn set_pass_timestamps(&mut self, on: bool) {
+        self.desc.pass_timestamps = on;
     }
 
     /// The context this sorter runs on.
@@ -539,7 +540,7 @@ impl Sorter {
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: the command buffer was just reset.
         unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
-        record::reset_queries(device, cmd, self.queries, self.query_capacity);
+        record::reset_queries(device, cmd, self.queries, 2);
         record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
         record::timestamp(device, cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.queries, 0);
         body(device, cmd);
@@ -599,7 +600,9 @@ impl Sorter {
         unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
         let timed = self.queries != vk::QueryPool::null();
         if timed {
-            record::reset_queries(device, cmd, self.queries, self.query_capacity);
+            // One query before the first pass, and one after the last or after each.
+            let used = if self.desc.pass_timestamps { 1 + plan.passes.len() as u32 } else { 2 };
+            record::reset_queries(device, cmd, self.queries, used);
         }
         // Host writes to staging are visible to transfers at submission; no barrier needed before.
         record::copy(device, cmd, copies_in);
