@@ -155,10 +155,11 @@ fn num(kind: KeyKind, x: i64) -> u32 {
     }
 }
 
+/// The largest tiles (keys, pairs) the sorter uses, those of large sorts.
 fn tiles(sorter: &mut Sorter) -> (u32, u32) {
     let mut tile = |pairs| {
         sorter
-            .plan(2, pairs, KeyKind::U32, Order::Ascending)
+            .plan(1 << 20, pairs, KeyKind::U32, Order::Ascending)
             .map(|p| p.geometry.tile())
             .unwrap_or_else(|e| panic!("plan: {e}"))
     };
@@ -171,7 +172,7 @@ fn sorts_awkward_sizes_for_every_key_type_order_and_payload() {
     let mut sorter = sorter();
     let (keys_tile, pairs_tile) = tiles(&mut sorter);
     let mut sizes: Vec<usize> = vec![0, 1, 2, 3, 5, 7, 11, 13, 17, 31, 97, 251, 1021];
-    for k in [4, 7, 10, 12, 14, 16] {
+    for k in [4, 7, 10, 11, 12, 13, 14, 16] {
         sizes.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
     }
     for tile in [keys_tile as usize, pairs_tile as usize] {
