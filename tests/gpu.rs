@@ -484,3 +484,25 @@ fn calibration_measures_the_pass_model_and_leaves_the_sorter_usable() {
     check(&mut sorter, KeyKind::U32, Order::Ascending, true, &input, "after calibration");
     assert_validation_clean();
 }
+
+#[test]
+fn sorters_on_several_threads_share_one_context() {
+    let ctx = context().clone();
+    let seed: u64 = rand::random();
+    eprintln!("threads: seed {seed}");
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let ctx = ctx.clone();
+            scope.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed ^ t);
+                let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("thread {t}: sorter: {e}"));
+                for round in 0..5 {
+                    let n = rng.random_range(2..50_000);
+                    let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+                    check(&mut sorter, KeyKind::I32, Order::Descending, round % 2 == 0, &input, &format!("thread {t}"));
+                }
+            });
+        }
+    });
+    assert_validation_clean();
+}
