@@ -128,11 +128,11 @@ impl fmt::Display for DeviceType {
 pub struct DeviceLimits {
     /// maxComputeSharedMemorySize, bytes: sizes the tile.
     pub max_compute_shared_memory_size: u32,
-    /// maxComputeWorkGroupCount[0]: the most workgroups in one dispatch.
+    /// `maxComputeWorkGroupCount[0]`: the most workgroups in one dispatch.
     pub max_compute_work_group_count_x: u32,
     /// maxComputeWorkGroupInvocations.
     pub max_compute_work_group_invocations: u32,
-    /// maxComputeWorkGroupSize[0].
+    /// `maxComputeWorkGroupSize[0]`.
     pub max_compute_work_group_size_x: u32,
     /// maxStorageBufferRange, bytes: the largest keys or values buffer.
     pub max_storage_buffer_range: u32,

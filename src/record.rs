@@ -26,7 +26,7 @@ pub trait Encoder {
 /// How the passes are cut into commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordOptions {
-    /// Most workgroups in one dispatch (the device's maxComputeWorkGroupCount[0], or lower).
+    /// Most workgroups in one dispatch (the device's `maxComputeWorkGroupCount[0]`, or lower).
     pub max_groups_per_dispatch: u32,
     /// Test-only: leave out the barrier before this pass. Never set it outside a test that is meant
     /// to fail.

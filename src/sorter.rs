@@ -28,7 +28,7 @@ pub struct SorterDesc {
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
     /// the tile, at most 1024, capped by the device. A tuning knob for `bench`.
     pub local_workgroup_size: Option<u32>,
-    /// Caps the workgroups per dispatch below the device's maxComputeWorkGroupCount[0], so that
+    /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
     /// How long to wait for the GPU to finish one sort (default two minutes).
