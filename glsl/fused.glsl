@@ -33,8 +33,9 @@ uint slot_index(uint g, uint s, uint low, uint m, bool flip) {
 
 // Runs the m substages on the slots of group g. A comparator puts the smaller image at the lower
 // element index; one whose upper index is at or past `limit` meets a virtual +infinity key and is
-// skipped. Indices are recomputed rather than kept, to spare 16 registers per invocation.
-void run_slots(uint g, uint low, uint m, bool flip, uint limit) {
+// skipped; with `checked` false the caller vouches that every element is real and no bound is
+// tested. Indices are recomputed rather than kept, to spare 16 registers per invocation.
+void run_slots(uint g, uint low, uint m, bool flip, uint limit, bool checked) {
     uint half_slots = 1u << (m - 1u);
     [[unroll]] for (uint j = 0u; j < m; j++) {
         uint bit = half_slots >> j;
@@ -43,10 +44,10 @@ void run_slots(uint g, uint low, uint m, bool flip, uint limit) {
                 uint t = s | bit;
                 // Past the flip, the mirrored slots run in decreasing index order.
                 bool reversed = flip && j > 0u && (s & half_slots) != 0u;
-                uint upper = slot_index(g, reversed ? s : t, low, m, flip);
+                bool real = !checked || slot_index(g, reversed ? s : t, low, m, flip) < limit;
                 uint a = r_key[s];
                 uint b = r_key[t];
-                if (upper < limit && (reversed ? b > a : a > b)) {
+                if (real && (reversed ? b > a : a > b)) {
                     r_key[s] = b;
                     r_key[t] = a;
 #ifdef PAIRS

@@ -23,7 +23,7 @@ void main() {
 #endif
         }
     }
-    run_slots(g, low, FUSED, flip, pc.n);
+    run_slots(g, low, FUSED, flip, pc.n, true);
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
         if (i < pc.n) {

@@ -54,33 +54,45 @@ void store_tile(uint base) {
     }
 }
 
-// m substages of smallest stride `low` on every group of the tile, then a barrier. m is a
-// literal at every call site, so the slot loops unroll into registers.
-void chunk(uint limit, uint low, uint m, bool flip) {
-    // Only groups whose lowest element is real: a group's lowest element grows with its index.
-    uint live = min(limit, TILE);
-    uint span = low << m;
-    uint live_groups = (live / span) * low + min(live % span, low);
-    for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
-        [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-            uint i = slot_index(g, s, low, m, flip);
-            r_key[s] = 0u;
-            if (i < limit) {
-                r_key[s] = s_keys[swizzle(i)];
+// Loads group g from shared memory, runs its m substages and stores it back. With `checked`
+// false every element of the tile is real and no bound is tested.
+void group(uint g, uint limit, uint low, uint m, bool flip, bool checked) {
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        uint i = slot_index(g, s, low, m, flip);
+        r_key[s] = 0u;
+        if (!checked || i < limit) {
+            r_key[s] = s_keys[swizzle(i)];
 #ifdef PAIRS
-                r_value[s] = s_values[swizzle(i)];
+            r_value[s] = s_values[swizzle(i)];
 #endif
-            }
         }
-        run_slots(g, low, m, flip, limit);
-        [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-            uint i = slot_index(g, s, low, m, flip);
-            if (i < limit) {
-                s_keys[swizzle(i)] = r_key[s];
+    }
+    run_slots(g, low, m, flip, limit, checked);
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        uint i = slot_index(g, s, low, m, flip);
+        if (!checked || i < limit) {
+            s_keys[swizzle(i)] = r_key[s];
 #ifdef PAIRS
-                s_values[swizzle(i)] = r_value[s];
+            s_values[swizzle(i)] = r_value[s];
 #endif
-            }
+        }
+    }
+}
+
+// m substages of smallest stride `low` on every group of the tile, then a barrier. m is a
+// literal at every call site, so the slot loops unroll into registers. Full tiles (all but the
+// last of a sort whose n is not a multiple of the tile) skip every bound test.
+void chunk(uint limit, uint low, uint m, bool flip) {
+    if (limit >= TILE) {
+        for (uint g = gl_LocalInvocationID.x; g < (TILE >> m); g += WG_SIZE) {
+            group(g, limit, low, m, flip, false);
+        }
+    } else {
+        // Only groups whose lowest element is real: a group's lowest element grows with its index.
+        uint span = low << m;
+        uint live_groups = (limit / span) * low + min(limit % span, low);
+        for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
+            group(g, limit, low, m, flip, true);
         }
     }
     // In compute shaders barrier() also orders workgroup (shared) memory.
