@@ -52,6 +52,9 @@ impl SorterDesc {
     }
 }
 
+/// The most sorts [`Sorter::time_repeated`] times in one command buffer (two queries each).
+const MAX_TIMED_REPS: u32 = 240;
+
 /// Sorts of fewer than this many tiles of the largest size get smaller tiles.
 const TILES_WANTED: usize = 32;
 /// The smallest tile chosen for a small sort (an explicit `max_tile` may go lower). On the H100,
@@ -186,6 +189,9 @@ pub struct Sorter {
     values: Option<Buffer>,
     staging_keys: Option<Buffer>,
     staging_values: Option<Buffer>,
+    /// Device copies of the input for [`Sorter::time_repeated`], made on first use.
+    pristine_keys: Option<Buffer>,
+    pristine_values: Option<Buffer>,
 }
 
 impl std::fmt::Debug for Sorter {
@@ -242,6 +248,8 @@ impl Sorter {
             values: None,
             staging_keys: None,
             staging_values: None,
+            pristine_keys: None,
+            pristine_values: None,
         };
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
         // Each creation below: `device` is live and the info is complete; every handle is stored
@@ -579,6 +587,179 @@ impl Sorter {
         Ok(ticks_to_duration(ticks[0], ticks[1], limits))
     }
 
+    /// Times `reps` sorts of the same input back to back, for benchmarks: the input is uploaded
+    /// once and kept in two more device buffers; each sort copies it into place on the GPU, then
+    /// runs every pass between two timestamps, all in one command buffer, so the GPU never idles
+    /// between sorts and its clocks stay up (with the host busy checking results between
+    /// separate sorts, the H100 dropped to its idle clock mid-benchmark). Returns each sort's GPU
+    /// time; `keys` (and `values`) receive the result, which is that of every sort. At most 240
+    /// reps; `Ok(vec![])` where the queue has no timestamps or n < 2.
+    pub fn time_repeated<K: SortKey>(
+        &mut self,
+        keys: &mut [K],
+        values: Option<&mut [u32]>,
+        order: Order,
+        reps: u32,
+    ) -> Result<Vec<Duration>> {
+        let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
+        let n = keys.len();
+        if let Some(v) = &values {
+            if v.len() != n {
+                return Err(Error::LengthMismatch { keys: n, values: v.len() });
+            }
+        }
+        if !(1..=MAX_TIMED_REPS).contains(&reps) {
+            return Err(Error::InvalidOption { name: "reps", value: reps.to_string(), reason: "must be 1 to 240" });
+        }
+        if n < 2 || self.queries == vk::QueryPool::null() {
+            return Ok(Vec::new());
+        }
+        self.check_size(n)?;
+        self.settle()?;
+        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
+        let geometry = self.kernels(payload, n)?.geometry;
+        let plan = Plan::new(n as u32, geometry, key_flags(K::KIND, order));
+        let bytes = n as u64 * 4;
+        let shared = self.ctx.shared.clone();
+        let pairs = values.is_some();
+        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+        Self::ensure(
+            &shared,
+            &mut self.pristine_keys,
+            "benchmark input keys",
+            bytes,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
+        if pairs {
+            Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+            Self::ensure(
+                &shared,
+                &mut self.pristine_values,
+                "benchmark input values",
+                bytes,
+                STORAGE,
+                MemoryLocation::GpuOnly,
+            )?;
+            Self::ensure(
+                &shared,
+                &mut self.staging_values,
+                "staging values",
+                bytes,
+                STAGING,
+                MemoryLocation::GpuToCpu,
+            )?;
+        }
+        let raw = |b: &Option<Buffer>| b.as_ref().map_or(vk::Buffer::null(), |b| b.raw);
+        let (k, pk, sk) = (raw(&self.keys), raw(&self.pristine_keys), raw(&self.staging_keys));
+        let (v, pv, sv) = (raw(&self.values), raw(&self.pristine_values), raw(&self.staging_values));
+        if let Some(st) = self.staging_keys.as_mut() {
+            st.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
+        }
+        if let (Some(vals), Some(st)) = (values.as_deref(), self.staging_values.as_mut()) {
+            st.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(vals));
+        }
+        let mut upload = vec![(sk, pk, bytes)];
+        let mut restore = vec![(pk, k, bytes)];
+        let mut download = vec![(k, sk, bytes)];
+        if pairs {
+            upload.push((sv, pv, bytes));
+            restore.push((pv, v, bytes));
+            download.push((v, sv, bytes));
+        }
+        self.bind_buffers(k, if pairs { v } else { k });
+
+        let device = &shared.device;
+        let cmd = self.cmd;
+        // SAFETY: the command buffer is not pending (every submission is waited for).
+        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
+            .map_err(Error::vk("vkResetCommandPool"))?;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the command buffer was just reset.
+        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
+        record::reset_queries(device, cmd, self.queries, 2 * reps);
+        record::copy(device, cmd, &upload);
+        // The upload before the first copy into place reads the device copies.
+        record::barrier(
+            device,
+            cmd,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+        );
+        record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
+        let kernels = match self.kernels.iter().find(|(p, kk)| *p == payload && kk.geometry == plan.geometry) {
+            Some((_, kk)) => kk,
+            None => unreachable!("made above"),
+        };
+        let options = RecordOptions {
+            max_groups_per_dispatch: self.max_groups,
+            drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
+        };
+        for rep in 0..reps {
+            if rep > 0 {
+                // The previous sort's passes before this copy overwrites what they read and wrote.
+                record::barrier(
+                    device,
+                    cmd,
+                    (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                );
+            }
+            record::copy(device, cmd, &restore);
+            record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 2 * rep);
+            // The copy into place before the first pass reads and writes it.
+            record::barrier(
+                device,
+                cmd,
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+            );
+            let mut encoder =
+                VulkanEncoder { device, cmd, layout: self.layouts.pipeline_layout, kernels, pass_timestamps: None };
+            record::record_passes(&mut encoder, &plan, &options);
+            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 2 * rep + 1);
+        }
+        // The last sort's writes before the download reads them, and the download before the host.
+        record::barrier(
+            device,
+            cmd,
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+        );
+        record::copy(device, cmd, &download);
+        record::barrier(
+            device,
+            cmd,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+        );
+        // SAFETY: recording was begun above.
+        unsafe { device.end_command_buffer(cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
+        self.submit()?;
+        self.wait()?;
+        let mut ticks = vec![0u64; 2 * reps as usize];
+        // SAFETY: these queries were reset and written by the submission just waited for.
+        unsafe {
+            device.get_query_pool_results(
+                self.queries,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        let limits = &shared.info.limits;
+        let times = ticks.chunks_exact(2).map(|t| ticks_to_duration(t[0], t[1], limits)).collect();
+        if let Some(st) = self.staging_keys.as_mut() {
+            keys.copy_from_slice(bytemuck::cast_slice(&st.mapped()?[..bytes as usize]));
+        }
+        if let (Some(vals), Some(st)) = (values, self.staging_values.as_mut()) {
+            vals.copy_from_slice(bytemuck::cast_slice(&st.mapped()?[..bytes as usize]));
+        }
+        Ok(times)
+    }
+
     fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
         if self.bound == (keys, values) {
             return;
@@ -726,7 +907,14 @@ impl Drop for Sorter {
             // signals nothing), the objects below are destroyed: waiting longer could hang.
             let _ = unsafe { device.wait_for_fences(&[self.fence], true, u64::MAX) };
         }
-        for slot in [&mut self.keys, &mut self.values, &mut self.staging_keys, &mut self.staging_values] {
+        for slot in [
+            &mut self.keys,
+            &mut self.values,
+            &mut self.staging_keys,
+            &mut self.staging_values,
+            &mut self.pristine_keys,
+            &mut self.pristine_values,
+        ] {
             if let Some(mut b) = slot.take() {
                 b.destroy(&shared);
             }

@@ -506,3 +506,24 @@ fn sorters_on_several_threads_share_one_context() {
     });
     assert_validation_clean();
 }
+
+#[test]
+fn back_to_back_timed_sorts_leave_a_correct_result() {
+    let mut rng = rng("time_repeated");
+    let mut sorter = sorter();
+    for (n, pairs) in [(5000usize, false), (40_001, true), (3, true)] {
+        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let (mut keys, mut values) = (input.clone(), (0..n as u32).collect::<Vec<_>>());
+        let times = sorter
+            .time_repeated(&mut keys, pairs.then_some(&mut values[..]), Order::Descending, 4)
+            .unwrap_or_else(|e| panic!("time_repeated: {e}"));
+        assert!(times.is_empty() || times.len() == 4, "{} times", times.len());
+        let mut expect = input.clone();
+        expect.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(keys, expect, "n={n}");
+        if pairs {
+            assert!(keys.iter().zip(&values).all(|(k, v)| input[*v as usize] == *k), "pairs split, n={n}");
+        }
+    }
+    assert_validation_clean();
+}
