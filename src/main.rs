@@ -308,6 +308,10 @@ fn devices(gpu: &GpuArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// How long `bench` keeps the GPU busy before timing, and in batches of about how long.
+const WARM_UP: Duration = Duration::from_millis(500);
+const WARM_BATCH: Duration = Duration::from_millis(100);
+
 fn median(sorted: &[Duration]) -> Duration {
     sorted[sorted.len() / 2]
 }
@@ -385,9 +389,18 @@ fn bench(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
                 }
             }
             // GPU times from back-to-back sorts in one command buffer: between separate sorts the
-            // host checks results and the GPU may drop to its idle clock.
+            // host checks results and the GPU drops to its idle clock, and after an idle spell its
+            // clock takes a few hundred milliseconds of steady work to come back. So first keep it
+            // busy for half a second, in command buffers of about 0.1 s each.
             let mut keys = input.clone();
             let mut values: Vec<u32> = (0..n as u32).collect();
+            let estimate = median(&wall_times).max(Duration::from_micros(1));
+            let batch = (WARM_BATCH.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 240.0) as u32;
+            let warm_until = Instant::now() + WARM_UP;
+            while Instant::now() < warm_until {
+                let (mut k, mut v) = (keys.clone(), values.clone());
+                sorter.time_repeated(&mut k, pairs.then_some(&mut v[..]), Order::Ascending, batch)?;
+            }
             let timed = sorter.time_repeated(
                 &mut keys,
                 pairs.then_some(&mut values[..]),
