@@ -45,9 +45,3 @@ uint from_image(uint image) {
     }
     return bits;
 }
-
-// Index of the lower element of comparator c when comparators pair elements `inc` apart:
-// c's bits below log2(inc) stay, the bits above move up by one to skip the partner half.
-uint low_index(uint c, uint inc) {
-    return ((c & ~(inc - 1u)) << 1) | (c & (inc - 1u));
-}

@@ -87,10 +87,6 @@ pub struct Trace {
     pub steps: Vec<Step>,
 }
 
-fn low_index(c: u32, inc: u32) -> u32 {
-    ((c & !(inc - 1)) << 1) | (c & (inc - 1))
-}
-
 /// `slot_index` of glsl/fused.glsl: the element of slot s of group g, for m substages of smallest
 /// stride `low`; with `flip`, the slots with the top bit set are the mirrors of the others.
 fn slot_index(g: u32, s: u32, low: u32, m: u32, flip: bool) -> u32 {
@@ -242,8 +238,8 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 let limit = n - base;
                 let mut substage = |inc: u32, flip: bool| {
                     for c in 0..tile / 2 {
-                        let lo = low_index(c, inc);
-                        let hi = if flip { lo ^ (2 * inc - 1) } else { lo + inc };
+                        // One substage is a group of two slots.
+                        let (lo, hi) = (slot_index(c, 0, inc, 1, flip), slot_index(c, 1, inc, 1, flip));
                         if hi < limit {
                             comparators.push((base + lo, base + hi));
                         }

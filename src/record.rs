@@ -82,13 +82,7 @@ impl Encoder for VulkanEncoder<'_> {
     }
 
     fn compute_barrier(&mut self) {
-        // Orders the previous pass's storage writes before the next pass's reads and writes.
-        barrier(
-            self.device,
-            self.cmd,
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-        );
+        compute_barrier(self.device, self.cmd);
     }
 
     fn pass_done(&mut self, index: usize) {
@@ -122,6 +116,45 @@ pub(crate) fn dispatch(device: &ash::Device, cmd: vk::CommandBuffer, groups: u32
     // SAFETY: a compute pipeline and its descriptor set are bound; callers keep groups within
     // maxComputeWorkGroupCount[0] (record_passes and the probes split larger work).
     unsafe { device.cmd_dispatch(cmd, groups, 1, 1) };
+}
+
+/// Orders every compute-shader write recorded so far before the compute-shader reads and writes
+/// recorded after it: the barrier between two passes.
+pub(crate) fn compute_barrier(device: &ash::Device, cmd: vk::CommandBuffer) {
+    barrier(
+        device,
+        cmd,
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+    );
+}
+
+/// Orders the copies that put a sort's input in place before its first pass reads and writes it.
+pub(crate) fn input_barrier(device: &ash::Device, cmd: vk::CommandBuffer) {
+    barrier(
+        device,
+        cmd,
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+    );
+}
+
+/// Copies a sort's result to staging: the last pass's writes before the `copies` read them, and
+/// the copies before the host reads staging (after the fence wait).
+pub(crate) fn download(device: &ash::Device, cmd: vk::CommandBuffer, copies: &[(vk::Buffer, vk::Buffer, u64)]) {
+    barrier(
+        device,
+        cmd,
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+    );
+    copy(device, cmd, copies);
+    barrier(
+        device,
+        cmd,
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+    );
 }
 
 /// One global memory barrier from (stage, access) to (stage, access).

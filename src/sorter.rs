@@ -420,8 +420,18 @@ impl Sorter {
         let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload, n)?.geometry;
         let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
-        let bytes = n as u64 * 4;
+        self.stage_input(keys, values.as_deref())?;
+        self.record(&plan, payload)?;
+        self.finish()?;
+        let (gpu_time, pass_times) = self.gpu_times(plan.passes.len())?;
+        self.read_back(keys, values)?;
+        Ok(SortStats { n, passes: plan.passes.len(), gpu_time, pass_times })
+    }
 
+    /// Makes the device and staging buffers hold n elements (values too with pairs), writes the
+    /// input to staging, and points the descriptor set at the device buffers.
+    fn stage_input(&mut self, keys: &[u32], values: Option<&[u32]>) -> Result<()> {
+        let bytes = keys.len() as u64 * 4;
         let shared = self.ctx.shared.clone();
         Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
         Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
@@ -436,37 +446,72 @@ impl Sorter {
                 MemoryLocation::GpuToCpu,
             )?;
         }
-        let (Some(device_keys), Some(staging_keys)) = (self.keys.as_mut(), self.staging_keys.as_mut()) else {
-            unreachable!("ensured above")
-        };
-        staging_keys.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
-        let keys_raw = device_keys.raw;
-        let mut copies_in = vec![(staging_keys.raw, device_keys.raw, bytes)];
-        let mut copies_out = vec![(device_keys.raw, staging_keys.raw, bytes)];
-        let values_raw = match (values.as_deref(), self.values.as_mut(), self.staging_values.as_mut()) {
-            (Some(v), Some(device_values), Some(staging_values)) => {
-                staging_values.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
-                copies_in.push((staging_values.raw, device_values.raw, bytes));
-                copies_out.push((device_values.raw, staging_values.raw, bytes));
-                device_values.raw
-            }
-            // Keys alone: binding 1 is not used by the keys-only kernels; it points at the keys so
-            // that every descriptor in the set is valid.
-            _ => keys_raw,
-        };
-        self.bind_buffers(keys_raw, values_raw);
-
-        self.record(&plan, payload, &copies_in, &copies_out)?;
-        self.submit()?;
-        self.wait()?;
-
-        let (gpu_time, pass_times) = self.gpu_times(plan.passes.len())?;
-        let staging = self.staging_keys.as_mut().expect("ensured above");
-        keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
-        if let (Some(v), Some(staging)) = (values, self.staging_values.as_mut()) {
-            v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes as usize]));
+        if let Some(staging) = self.staging_keys.as_mut() {
+            staging.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
         }
-        Ok(SortStats { n, passes: plan.passes.len(), gpu_time, pass_times })
+        if let (Some(v), Some(staging)) = (values, self.staging_values.as_mut()) {
+            staging.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
+        }
+        // Keys alone: binding 1 is not used by the keys-only kernels; it points at the keys so that
+        // every descriptor in the set is valid.
+        let bound_values = if values.is_some() { raw(&self.values) } else { raw(&self.keys) };
+        self.bind_buffers(raw(&self.keys), bound_values);
+        Ok(())
+    }
+
+    /// Reads a finished sort's result back from staging.
+    fn read_back(&mut self, keys: &mut [u32], values: Option<&mut [u32]>) -> Result<()> {
+        let bytes = keys.len() * 4;
+        if let Some(staging) = self.staging_keys.as_mut() {
+            keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes]));
+        }
+        if let (Some(v), Some(staging)) = (values, self.staging_values.as_mut()) {
+            v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes]));
+        }
+        Ok(())
+    }
+
+    /// The pipelines a plan was made for (created by `kernels` before the plan).
+    fn kernels_for(&self, payload: Payload, geometry: crate::plan::Geometry) -> &Kernels {
+        match self.kernels.iter().find(|(p, k)| *p == payload && k.geometry == geometry) {
+            Some((_, k)) => k,
+            None => unreachable!("`kernels` makes a plan's pipelines before the plan exists"),
+        }
+    }
+
+    /// Resets the command pool and begins the sorter's command buffer.
+    fn begin(&self) -> Result<()> {
+        let device = &self.ctx.shared.device;
+        // SAFETY: the command buffer is not pending (every submission is waited for).
+        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
+            .map_err(Error::vk("vkResetCommandPool"))?;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the command buffer was just reset.
+        unsafe { device.begin_command_buffer(self.cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))
+    }
+
+    /// Ends the command buffer begun by `begin`, submits it and waits for it.
+    fn finish(&mut self) -> Result<()> {
+        // SAFETY: recording was begun by `begin`.
+        unsafe { self.ctx.shared.device.end_command_buffer(self.cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
+        self.submit()?;
+        self.wait()
+    }
+
+    /// The first `count` timestamps of the last submission.
+    fn read_ticks(&self, count: usize) -> Result<Vec<u64>> {
+        let mut ticks = vec![0u64; count];
+        // SAFETY: the caller's submission reset and wrote these queries and was waited for.
+        unsafe {
+            self.ctx.shared.device.get_query_pool_results(
+                self.queries,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        Ok(ticks)
     }
 
     /// Measures the pass model's costs on this device: the median over `reps` runs of a vec4 copy
@@ -484,18 +529,12 @@ impl Sorter {
         let shared = self.ctx.shared.clone();
         Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
         Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
-        let (source, destination) = match (&self.keys, &self.values) {
-            (Some(k), Some(v)) => (k.raw, v.raw),
-            _ => unreachable!("ensured above"),
+        self.bind_buffers(raw(&self.keys), raw(&self.values));
+        let probes = match &mut self.probes {
+            Some(p) => p,
+            slot => slot.insert(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?),
         };
-        self.bind_buffers(source, destination);
-        if self.probes.is_none() {
-            self.probes = Some(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?);
-        }
-        let (copy, empty, copy_wg) = match &self.probes {
-            Some(p) => (p.copy, p.empty, p.copy_wg),
-            None => unreachable!("created above"),
-        };
+        let (copy, empty, copy_wg) = (probes.copy, probes.empty, probes.copy_wg);
         let max_groups = self.max_groups;
         let layout = self.layouts.pipeline_layout;
         let median = |mut v: Vec<Duration>| {
@@ -527,15 +566,7 @@ impl Sorter {
                         record::bind_pipeline(device, cmd, empty);
                         for i in 0..chain {
                             if with_barriers && i > 0 {
-                                record::barrier(
-                                    device,
-                                    cmd,
-                                    (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-                                    (
-                                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                                    ),
-                                );
+                                record::compute_barrier(device, cmd);
                             }
                             record::dispatch(device, cmd, 1);
                         }
@@ -554,37 +585,17 @@ impl Sorter {
     /// Records `body` between two timestamps into the sorter's command buffer (descriptor set
     /// bound), submits it, waits, and returns the GPU time between the timestamps.
     fn timed(&mut self, body: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<Duration> {
-        let shared = self.ctx.shared.clone();
-        let device = &shared.device;
+        self.begin()?;
+        let device = &self.ctx.shared.device;
         let cmd = self.cmd;
-        // SAFETY: the command buffer is not pending (every submission is waited for).
-        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
-            .map_err(Error::vk("vkResetCommandPool"))?;
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer was just reset.
-        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
         record::reset_queries(device, cmd, self.queries, 2);
         record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
         record::timestamp(device, cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.queries, 0);
         body(device, cmd);
         record::timestamp(device, cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.queries, 1);
-        // SAFETY: recording was begun above.
-        unsafe { device.end_command_buffer(cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
-        self.submit()?;
-        self.wait()?;
-        let limits = &shared.info.limits;
-        let mut ticks = [0u64; 2];
-        // SAFETY: both queries were reset and written by the submission just waited for.
-        unsafe {
-            device.get_query_pool_results(
-                self.queries,
-                0,
-                &mut ticks,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-            )
-        }
-        .map_err(Error::vk("vkGetQueryPoolResults"))?;
-        Ok(ticks_to_duration(ticks[0], ticks[1], limits))
+        self.finish()?;
+        let ticks = self.read_ticks(2)?;
+        Ok(ticks_to_duration(ticks[0], ticks[1], &self.ctx.shared.info.limits))
     }
 
     /// Times `reps` sorts of the same input back to back, for benchmarks: the input is uploaded
@@ -616,13 +627,13 @@ impl Sorter {
         }
         self.check_size(n)?;
         self.settle()?;
-        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
+        let pairs = values.is_some();
+        let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload, n)?.geometry;
         let plan = Plan::new(n as u32, geometry, key_flags(K::KIND, order));
+        self.stage_input(keys, values.as_deref())?;
         let bytes = n as u64 * 4;
         let shared = self.ctx.shared.clone();
-        let pairs = values.is_some();
-        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
         Self::ensure(
             &shared,
             &mut self.pristine_keys,
@@ -631,9 +642,7 @@ impl Sorter {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
         if pairs {
-            Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
             Self::ensure(
                 &shared,
                 &mut self.pristine_values,
@@ -642,42 +651,16 @@ impl Sorter {
                 STORAGE,
                 MemoryLocation::GpuOnly,
             )?;
-            Self::ensure(
-                &shared,
-                &mut self.staging_values,
-                "staging values",
-                bytes,
-                STAGING,
-                MemoryLocation::GpuToCpu,
-            )?;
         }
-        let raw = |b: &Option<Buffer>| b.as_ref().map_or(vk::Buffer::null(), |b| b.raw);
         let (k, pk, sk) = (raw(&self.keys), raw(&self.pristine_keys), raw(&self.staging_keys));
         let (v, pv, sv) = (raw(&self.values), raw(&self.pristine_values), raw(&self.staging_values));
-        if let Some(st) = self.staging_keys.as_mut() {
-            st.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
-        }
-        if let (Some(vals), Some(st)) = (values.as_deref(), self.staging_values.as_mut()) {
-            st.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(vals));
-        }
-        let mut upload = vec![(sk, pk, bytes)];
-        let mut restore = vec![(pk, k, bytes)];
-        let mut download = vec![(k, sk, bytes)];
-        if pairs {
-            upload.push((sv, pv, bytes));
-            restore.push((pv, v, bytes));
-            download.push((v, sv, bytes));
-        }
-        self.bind_buffers(k, if pairs { v } else { k });
+        let upload = copies(pairs, bytes, (sk, pk), (sv, pv));
+        let restore = copies(pairs, bytes, (pk, k), (pv, v));
+        let download = copies(pairs, bytes, (k, sk), (v, sv));
 
+        self.begin()?;
         let device = &shared.device;
         let cmd = self.cmd;
-        // SAFETY: the command buffer is not pending (every submission is waited for).
-        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
-            .map_err(Error::vk("vkResetCommandPool"))?;
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer was just reset.
-        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
         record::reset_queries(device, cmd, self.queries, 2 * reps);
         record::copy(device, cmd, &upload);
         // The upload before the first copy into place reads the device copies.
@@ -688,13 +671,16 @@ impl Sorter {
             (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
         );
         record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
-        let kernels = match self.kernels.iter().find(|(p, kk)| *p == payload && kk.geometry == plan.geometry) {
-            Some((_, kk)) => kk,
-            None => unreachable!("made above"),
-        };
         let options = RecordOptions {
             max_groups_per_dispatch: self.max_groups,
             drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
+        };
+        let mut encoder = VulkanEncoder {
+            device,
+            cmd,
+            layout: self.layouts.pipeline_layout,
+            kernels: self.kernels_for(payload, plan.geometry),
+            pass_timestamps: None,
         };
         for rep in 0..reps {
             if rep > 0 {
@@ -708,55 +694,16 @@ impl Sorter {
             }
             record::copy(device, cmd, &restore);
             record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 2 * rep);
-            // The copy into place before the first pass reads and writes it.
-            record::barrier(
-                device,
-                cmd,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-            );
-            let mut encoder =
-                VulkanEncoder { device, cmd, layout: self.layouts.pipeline_layout, kernels, pass_timestamps: None };
+            record::input_barrier(device, cmd);
             record::record_passes(&mut encoder, &plan, &options);
             record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 2 * rep + 1);
         }
-        // The last sort's writes before the download reads them, and the download before the host.
-        record::barrier(
-            device,
-            cmd,
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-        );
-        record::copy(device, cmd, &download);
-        record::barrier(
-            device,
-            cmd,
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-        );
-        // SAFETY: recording was begun above.
-        unsafe { device.end_command_buffer(cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
-        self.submit()?;
-        self.wait()?;
-        let mut ticks = vec![0u64; 2 * reps as usize];
-        // SAFETY: these queries were reset and written by the submission just waited for.
-        unsafe {
-            device.get_query_pool_results(
-                self.queries,
-                0,
-                &mut ticks,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-            )
-        }
-        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        record::download(device, cmd, &download);
+        self.finish()?;
+        let ticks = self.read_ticks(2 * reps as usize)?;
         let limits = &shared.info.limits;
         let times = ticks.chunks_exact(2).map(|t| ticks_to_duration(t[0], t[1], limits)).collect();
-        if let Some(st) = self.staging_keys.as_mut() {
-            keys.copy_from_slice(bytemuck::cast_slice(&st.mapped()?[..bytes as usize]));
-        }
-        if let (Some(vals), Some(st)) = (values, self.staging_values.as_mut()) {
-            vals.copy_from_slice(bytemuck::cast_slice(&st.mapped()?[..bytes as usize]));
-        }
+        self.read_back(keys, values)?;
         Ok(times)
     }
 
@@ -779,21 +726,15 @@ impl Sorter {
         self.bound = (keys, values);
     }
 
-    fn record(
-        &mut self,
-        plan: &Plan,
-        payload: Payload,
-        copies_in: &[(vk::Buffer, vk::Buffer, u64)],
-        copies_out: &[(vk::Buffer, vk::Buffer, u64)],
-    ) -> Result<()> {
+    /// Records one sort: upload, every pass of `plan`, download, with timestamps where the queue
+    /// has them.
+    fn record(&self, plan: &Plan, payload: Payload) -> Result<()> {
+        self.begin()?;
         let device = &self.ctx.shared.device;
         let cmd = self.cmd;
-        // SAFETY: the command buffer is not pending (its last submission was waited for).
-        unsafe { device.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()) }
-            .map_err(Error::vk("vkResetCommandPool"))?;
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer was just reset.
-        unsafe { device.begin_command_buffer(cmd, &begin) }.map_err(Error::vk("vkBeginCommandBuffer"))?;
+        let pairs = payload == Payload::Pairs;
+        let bytes = u64::from(plan.n) * 4;
+        let (k, sk, v, sv) = (raw(&self.keys), raw(&self.staging_keys), raw(&self.values), raw(&self.staging_values));
         let timed = self.queries != vk::QueryPool::null();
         if timed {
             // One query before the first pass, and one after the last or after each.
@@ -801,28 +742,18 @@ impl Sorter {
             record::reset_queries(device, cmd, self.queries, used);
         }
         // Host writes to staging are visible to transfers at submission; no barrier needed before.
-        record::copy(device, cmd, copies_in);
+        record::copy(device, cmd, &copies(pairs, bytes, (sk, k), (sv, v)));
         if timed {
             record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 0);
         }
-        // Upload copies before the first pass reads and writes the device buffers.
-        record::barrier(
-            device,
-            cmd,
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-        );
-        let kernels = match self.kernels.iter().find(|(p, k)| *p == payload && k.geometry == plan.geometry) {
-            Some((_, k)) => k,
-            None => unreachable!("run makes the plan's kernels before recording"),
-        };
+        record::input_barrier(device, cmd);
         record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
         let per_pass = timed && self.desc.pass_timestamps;
         let mut encoder = VulkanEncoder {
             device,
             cmd,
             layout: self.layouts.pipeline_layout,
-            kernels,
+            kernels: self.kernels_for(payload, plan.geometry),
             pass_timestamps: per_pass.then_some(self.queries),
         };
         let options = RecordOptions {
@@ -833,23 +764,8 @@ impl Sorter {
         if timed && !per_pass {
             record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 1);
         }
-        // The last pass's writes before the download copies read the device buffers.
-        record::barrier(
-            device,
-            cmd,
-            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-        );
-        record::copy(device, cmd, copies_out);
-        // The download copies before the host reads staging (after the fence wait).
-        record::barrier(
-            device,
-            cmd,
-            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-        );
-        // SAFETY: recording was begun above.
-        unsafe { device.end_command_buffer(cmd) }.map_err(Error::vk("vkEndCommandBuffer"))
+        record::download(device, cmd, &copies(pairs, bytes, (k, sk), (v, sv)));
+        Ok(())
     }
 
     fn submit(&mut self) -> Result<()> {
@@ -871,17 +787,7 @@ impl Sorter {
         }
         let limits = &self.ctx.shared.info.limits;
         let per_pass = self.desc.pass_timestamps;
-        let mut ticks = vec![0u64; if per_pass { 1 + passes } else { 2 }];
-        // SAFETY: these queries were reset and written by the submission just waited for.
-        unsafe {
-            self.ctx.shared.device.get_query_pool_results(
-                self.queries,
-                0,
-                &mut ticks,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-            )
-        }
-        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        let ticks = self.read_ticks(if per_pass { 1 + passes } else { 2 })?;
         let total = ticks_to_duration(ticks[0], ticks[ticks.len() - 1], limits);
         let pass_times = if per_pass {
             ticks.windows(2).map(|w| ticks_to_duration(w[0], w[1], limits)).collect()
@@ -890,6 +796,25 @@ impl Sorter {
         };
         Ok((Some(total), pass_times))
     }
+}
+
+/// The raw handle of a buffer slot (null when empty).
+fn raw(slot: &Option<Buffer>) -> vk::Buffer {
+    slot.as_ref().map_or(vk::Buffer::null(), |b| b.raw)
+}
+
+/// Copies of `bytes` from source to destination: the keys, and with `pairs` the values too.
+fn copies(
+    pairs: bool,
+    bytes: u64,
+    keys: (vk::Buffer, vk::Buffer),
+    values: (vk::Buffer, vk::Buffer),
+) -> Vec<(vk::Buffer, vk::Buffer, u64)> {
+    let mut list = vec![(keys.0, keys.1, bytes)];
+    if pairs {
+        list.push((values.0, values.1, bytes));
+    }
+    list
 }
 
 /// The time between two timestamps, masked to the queue's valid bits (so a wrap is harmless).
