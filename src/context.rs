@@ -163,6 +163,8 @@ pub struct DeviceInfo {
     pub compute_queue_family: Option<u32>,
     /// Its limits.
     pub limits: DeviceLimits,
+    /// Whether it offers `VK_KHR_synchronization2` (the `barrier2` flavour of `passes`).
+    pub synchronization2: bool,
     raw_api_version: u32,
 }
 
@@ -341,6 +343,10 @@ impl InstanceGuard {
             .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
             .collect();
         let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
+        // SAFETY: as above.
+        let extensions = unsafe { self.raw.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+        let synchronization2 =
+            extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == ash::khr::synchronization2::NAME));
         let l = &props.limits;
         let v = props.api_version;
         DeviceInfo {
@@ -366,6 +372,7 @@ impl InstanceGuard {
                 timestamp_period: l.timestamp_period,
                 timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
             },
+            synchronization2,
             raw_api_version: v,
         }
     }
@@ -413,6 +420,8 @@ fn choose(devices: &[(vk::PhysicalDevice, DeviceInfo)], desc: &ContextDesc) -> R
 /// What the context's clones share; destroyed when the last clone (context or sorter) drops.
 pub(crate) struct Shared {
     pub device: ash::Device,
+    /// `VK_KHR_synchronization2`'s commands, where the device has the extension.
+    pub sync2: Option<ash::khr::synchronization2::Device>,
     pub info: DeviceInfo,
     pub queue_family: u32,
     queue: Mutex<vk::Queue>,
@@ -466,7 +475,14 @@ impl Context {
         let priorities = [1.0];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
-        let create = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+        // synchronization2 only for the barrier study (`passes --barrier barrier2`); the sort itself
+        // needs nothing beyond Vulkan 1.1.
+        let extensions = [ash::khr::synchronization2::NAME.as_ptr()];
+        let mut sync2 = vk::PhysicalDeviceSynchronization2Features::default().synchronization2(true);
+        let mut create = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+        if info.synchronization2 {
+            create = create.enabled_extension_names(&extensions).push_next(&mut sync2);
+        }
         // SAFETY: `physical` belongs to the live instance and the queue family index came from it.
         let device =
             unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
@@ -488,7 +504,9 @@ impl Context {
                 return Err(Error::alloc("the allocator", 0)(e));
             }
         };
+        let sync2 = info.synchronization2.then(|| ash::khr::synchronization2::Device::new(&instance.raw, &device));
         let shared = Shared {
+            sync2,
             device,
             info,
             queue_family,

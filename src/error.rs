@@ -114,6 +114,15 @@ pub enum Error {
         /// What is allowed.
         reason: &'static str,
     },
+
+    /// The device lacks a feature that was asked for.
+    #[error("this device cannot {what}: {fix}")]
+    Unsupported {
+        /// What was asked for.
+        what: &'static str,
+        /// What to do instead.
+        fix: &'static str,
+    },
 }
 
 /// The crate's result type.

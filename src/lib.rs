@@ -62,4 +62,5 @@ pub use context::{
 };
 pub use error::{Error, Result};
 pub use keys::{KeyKind, Order, SortKey};
-pub use sorter::{Calibration, SortStats, Sorter, SorterDesc};
+pub use record::BarrierFlavor;
+pub use sorter::{Calibration, PassStudy, PassSync, SortStats, Sorter, SorterDesc};

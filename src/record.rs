@@ -5,7 +5,7 @@
 use ash::vk;
 
 use crate::pipelines::Kernels;
-use crate::plan::{PassKind, Plan};
+use crate::plan::{Pass, PassKind, Plan};
 use crate::push::PushConstants;
 
 /// What the pass sequence needs from a command sink.
@@ -38,7 +38,6 @@ pub struct RecordOptions {
 /// workgroups. The dispatches of one pass touch disjoint elements and need no barrier between them.
 pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOptions) {
     let mut bound = None;
-    let max_groups = options.max_groups_per_dispatch.max(1);
     for (index, pass) in plan.passes.iter().enumerate() {
         if index > 0 && options.drop_barrier_before_pass != Some(index) {
             enc.compute_barrier();
@@ -47,14 +46,109 @@ pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOption
             enc.bind_kernel(pass.kind, pass.substages);
             bound = Some((pass.kind, pass.substages));
         }
-        let mut offset = 0;
-        while offset < pass.workgroups {
-            let groups = (pass.workgroups - offset).min(max_groups);
-            enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
-            enc.dispatch(groups);
-            offset += groups;
-        }
+        dispatch_pass(enc, pass, options.max_groups_per_dispatch);
         enc.pass_done(index);
+    }
+}
+
+/// Records the dispatches of one pass (its kernel already bound), split into dispatches of at most
+/// `max_groups` workgroups.
+pub fn dispatch_pass(enc: &mut impl Encoder, pass: &Pass, max_groups: u32) {
+    let max_groups = max_groups.max(1);
+    let mut offset = 0;
+    while offset < pass.workgroups {
+        let groups = (pass.workgroups - offset).min(max_groups);
+        enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
+        enc.dispatch(groups);
+        offset += groups;
+    }
+}
+
+/// How the barrier between two passes is expressed. Every flavour orders the same accesses:
+/// compute-shader writes before later compute-shader reads and writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BarrierFlavor {
+    /// `vkCmdPipelineBarrier` with one global `VkMemoryBarrier` (what sorts use).
+    #[default]
+    Memory,
+    /// `vkCmdPipelineBarrier` with a `VkBufferMemoryBarrier` per buffer the passes touch.
+    Buffer,
+    /// `vkCmdPipelineBarrier2` (synchronization2) with one `VkMemoryBarrier2` naming the exact
+    /// stage (compute shader) and accesses (shader storage write, read and write).
+    Memory2,
+}
+
+impl BarrierFlavor {
+    /// Every flavour.
+    pub const ALL: [BarrierFlavor; 3] = [BarrierFlavor::Memory, BarrierFlavor::Buffer, BarrierFlavor::Memory2];
+
+    /// A short name, as the `passes` command takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BarrierFlavor::Memory => "memory",
+            BarrierFlavor::Buffer => "buffer",
+            BarrierFlavor::Memory2 => "barrier2",
+        }
+    }
+}
+
+/// A barrier between passes, with what its flavour needs to be recorded.
+#[derive(Clone, Copy)]
+pub(crate) enum PassBarrier<'a> {
+    /// A global memory barrier.
+    Memory,
+    /// One buffer memory barrier per buffer, each over the whole buffer.
+    Buffer(&'a [vk::Buffer]),
+    /// A synchronization2 global memory barrier.
+    Memory2(&'a ash::khr::synchronization2::Device),
+}
+
+impl PassBarrier<'_> {
+    /// Records the barrier.
+    pub fn record(&self, device: &ash::Device, cmd: vk::CommandBuffer) {
+        match *self {
+            PassBarrier::Memory => compute_barrier(device, cmd),
+            PassBarrier::Buffer(buffers) => {
+                let barriers: Vec<_> = buffers
+                    .iter()
+                    .map(|&buffer| {
+                        vk::BufferMemoryBarrier::default()
+                            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
+                            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                            .buffer(buffer)
+                            .offset(0)
+                            .size(vk::WHOLE_SIZE)
+                    })
+                    .collect();
+                // SAFETY: `cmd` is recording outside a render pass; every buffer is a live buffer of
+                // `device` (the sorter's own, alive until its submission is waited for).
+                unsafe {
+                    device.cmd_pipeline_barrier(
+                        cmd,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::DependencyFlags::empty(),
+                        &[],
+                        &barriers,
+                        &[],
+                    )
+                };
+            }
+            PassBarrier::Memory2(sync2) => {
+                let memory = [vk::MemoryBarrier2::default()
+                    .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
+                    .src_access_mask(vk::AccessFlags2::SHADER_STORAGE_WRITE)
+                    .dst_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
+                    .dst_access_mask(vk::AccessFlags2::SHADER_STORAGE_READ | vk::AccessFlags2::SHADER_STORAGE_WRITE)];
+                let dependency = vk::DependencyInfo::default().memory_barriers(&memory);
+                // SAFETY: `sync2` was loaded for `device`, created with VK_KHR_synchronization2 and
+                // its feature enabled (the context does so whenever it loads these commands);
+                // `cmd` is recording outside a render pass.
+                unsafe { sync2.cmd_pipeline_barrier2(cmd, &dependency) };
+            }
+        }
     }
 }
 
@@ -64,8 +158,11 @@ pub(crate) struct VulkanEncoder<'a> {
     pub cmd: vk::CommandBuffer,
     pub layout: vk::PipelineLayout,
     pub kernels: &'a Kernels,
-    /// Where to write a timestamp at the end of each pass: query `1 + index` of this pool.
-    pub pass_timestamps: Option<vk::QueryPool>,
+    /// Where to write a timestamp at the end of each pass: query `first + 1 + index` of this
+    /// pool.
+    pub pass_timestamps: Option<(vk::QueryPool, u32)>,
+    /// How the barrier between passes is recorded.
+    pub barrier: PassBarrier<'a>,
 }
 
 impl Encoder for VulkanEncoder<'_> {
@@ -82,12 +179,12 @@ impl Encoder for VulkanEncoder<'_> {
     }
 
     fn compute_barrier(&mut self) {
-        compute_barrier(self.device, self.cmd);
+        self.barrier.record(self.device, self.cmd);
     }
 
     fn pass_done(&mut self, index: usize) {
-        if let Some(pool) = self.pass_timestamps {
-            timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, 1 + index as u32);
+        if let Some((pool, first)) = self.pass_timestamps {
+            timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, first + 1 + index as u32);
         }
     }
 }
@@ -191,7 +288,7 @@ pub(crate) fn bind_set(
     unsafe { device.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]) };
 }
 
-/// Resets `count` queries of `pool`.
+/// Resets the first `count` queries of `pool`.
 pub(crate) fn reset_queries(device: &ash::Device, cmd: vk::CommandBuffer, pool: vk::QueryPool, count: u32) {
     // SAFETY: `cmd` is recording outside a render pass and the pool holds `count` queries.
     unsafe { device.cmd_reset_query_pool(cmd, pool, 0, count) };

@@ -1,7 +1,7 @@
 //! The standalone sorter: host slices in, sorted host slices out. Owns the pipelines, a command
 //! buffer, a fence, timestamp queries and buffers that grow as needed and are reused across calls.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -13,7 +13,7 @@ use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::pipelines::{KernelOptions, Kernels, Layouts, Probes};
 use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
 use crate::push::PushConstants;
-use crate::record::{self, RecordOptions, VulkanEncoder};
+use crate::record::{self, BarrierFlavor, Encoder as _, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
 
 /// How to create a [`Sorter`].
@@ -95,6 +95,33 @@ impl Calibration {
         let per_pass = bytes_per_pass / self.copy_bytes_per_second + self.dispatch_and_barrier.as_secs_f64();
         Duration::from_secs_f64(per_pass * passes as f64)
     }
+}
+
+/// How [`Sorter::study`] separates the passes of a sort. Every mode keeps every dependency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PassSync {
+    /// Every pass in one command buffer, with a barrier of this flavour between consecutive passes
+    /// (the sorter's own way, with [`BarrierFlavor::Memory`]).
+    Barrier(BarrierFlavor),
+    /// Each pass in a command buffer of its own, submitted and waited for with a fence before the
+    /// next pass is recorded.
+    SubmitPerPass,
+}
+
+/// What [`Sorter::study`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassStudy {
+    /// The passes each sort ran.
+    pub plan: Plan,
+    /// For each sort, each pass's GPU time: from the end of the pass before (for the first pass,
+    /// from the end of the copy that put the input in place) to the end of the pass.
+    pub pass_times: Vec<Vec<Duration>>,
+    /// For each sort, the GPU time from the end of the input copy to the end of the last pass.
+    pub totals: Vec<Duration>,
+    /// For each sort, host time: with [`PassSync::SubmitPerPass`], from recording the first pass
+    /// to the last pass's fence; with barriers, the whole batch's submit-to-fence time over the
+    /// sorts in it (which includes the upload and download).
+    pub wall: Vec<Duration>,
 }
 
 /// A buffer and its memory.
@@ -181,6 +208,8 @@ pub struct Sorter {
     /// Whether the fence guards a submission not yet waited for (after a timeout).
     pending: bool,
     queries: vk::QueryPool,
+    /// Queries in `queries`.
+    query_capacity: u32,
     descriptor_pool: vk::DescriptorPool,
     set: vk::DescriptorSet,
     /// The buffers the descriptor set points at.
@@ -241,6 +270,7 @@ impl Sorter {
             fence: vk::Fence::null(),
             pending: false,
             queries: vk::QueryPool::null(),
+            query_capacity: 0,
             descriptor_pool: vk::DescriptorPool::null(),
             set: vk::DescriptorSet::null(),
             bound: (vk::Buffer::null(), vk::Buffer::null()),
@@ -274,6 +304,7 @@ impl Sorter {
             // SAFETY: see above.
             sorter.queries =
                 unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
+            sorter.query_capacity = capacity;
         }
         let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
         let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
@@ -534,7 +565,7 @@ impl Sorter {
             Some(p) => p,
             slot => slot.insert(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?),
         };
-        let (copy, empty, copy_wg) = (probes.copy, probes.empty, probes.copy_wg);
+        let (copy, copy_wg) = (probes.copy, probes.copy_wg);
         let max_groups = self.max_groups;
         let layout = self.layouts.pipeline_layout;
         let median = |mut v: Vec<Duration>| {
@@ -557,29 +588,64 @@ impl Sorter {
                 }
             })?);
         }
-        let chain = chain.max(1);
-        let mut chains = [Vec::new(), Vec::new()];
-        for _ in 0..reps {
-            for (with_barriers, times) in [true, false].into_iter().zip(chains.iter_mut()) {
-                times.push(
-                    self.timed(|device, cmd| {
-                        record::bind_pipeline(device, cmd, empty);
-                        for i in 0..chain {
-                            if with_barriers && i > 0 {
-                                record::compute_barrier(device, cmd);
-                            }
-                            record::dispatch(device, cmd, 1);
-                        }
-                    })? / chain,
-                );
-            }
-        }
-        let [with_barriers, alone] = chains;
         Ok(Some(Calibration {
             copy_bytes_per_second: 2.0 * bytes as f64 / median(copies).as_secs_f64(),
-            dispatch_and_barrier: median(with_barriers),
-            dispatch_alone: median(alone),
+            dispatch_and_barrier: self.empty_chain(Some(BarrierFlavor::Memory), chain, reps)?.unwrap_or_default(),
+            dispatch_alone: self.empty_chain(None, chain, reps)?.unwrap_or_default(),
         }))
+    }
+
+    /// The GPU time per dispatch of a chain of `chain` empty dispatches (one workgroup each), with
+    /// a barrier of `barrier`'s flavour between consecutive ones or none: the fixed cost of a
+    /// pass, and with it of a barrier. Median over `reps` chains; `None` where the queue has no
+    /// timestamps.
+    pub fn empty_chain(&mut self, barrier: Option<BarrierFlavor>, chain: u32, reps: u32) -> Result<Option<Duration>> {
+        if self.queries == vk::QueryPool::null() {
+            return Ok(None);
+        }
+        if barrier == Some(BarrierFlavor::Memory2) && self.ctx.shared.sync2.is_none() {
+            return Err(Error::Unsupported {
+                what: "record synchronization2 barriers",
+                fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
+            });
+        }
+        self.settle()?;
+        let shared = self.ctx.shared.clone();
+        // The buffer flavour needs buffers to name: the sorter's (made small if there are none yet).
+        Self::ensure(&shared, &mut self.keys, "keys", 16, STORAGE, MemoryLocation::GpuOnly)?;
+        Self::ensure(&shared, &mut self.values, "values", 16, STORAGE, MemoryLocation::GpuOnly)?;
+        self.bind_buffers(raw(&self.keys), raw(&self.values));
+        let probes = match &mut self.probes {
+            Some(p) => p,
+            slot => slot.insert(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?),
+        };
+        let empty = probes.empty;
+        let buffers = [raw(&self.keys), raw(&self.values)];
+        let flavor = barrier.map(|f| match f {
+            BarrierFlavor::Memory => PassBarrier::Memory,
+            BarrierFlavor::Buffer => PassBarrier::Buffer(&buffers),
+            BarrierFlavor::Memory2 => match &shared.sync2 {
+                Some(sync2) => PassBarrier::Memory2(sync2),
+                None => PassBarrier::Memory,
+            },
+        });
+        let chain = chain.max(1);
+        let mut times = Vec::new();
+        for _ in 0..reps.max(1) {
+            times.push(
+                self.timed(|device, cmd| {
+                    record::bind_pipeline(device, cmd, empty);
+                    for i in 0..chain {
+                        if let (Some(b), true) = (&flavor, i > 0) {
+                            b.record(device, cmd);
+                        }
+                        record::dispatch(device, cmd, 1);
+                    }
+                })? / chain,
+            );
+        }
+        times.sort();
+        Ok(Some(times[times.len() / 2]))
     }
 
     /// Records `body` between two timestamps into the sorter's command buffer (descriptor set
@@ -613,6 +679,68 @@ impl Sorter {
         reps: u32,
     ) -> Result<Vec<Duration>> {
         let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
+        let Some(run) = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory)? else {
+            return Ok(Vec::new());
+        };
+        Ok(run.totals)
+    }
+
+    /// Sorts the same input `reps` times with a timestamp after every pass, the passes separated
+    /// as `sync` says, for the study of what a pass and a barrier cost (`bitonic-vk passes`). Every
+    /// mode keeps every dependency between passes, so each result is a correct sort; `keys` (and
+    /// `values`) receive it. At most 240 reps. Fails with [`Error::Unsupported`] where the queue
+    /// has no timestamps, or for [`BarrierFlavor::Memory2`] where the device lacks
+    /// `VK_KHR_synchronization2`.
+    pub fn study<K: SortKey>(
+        &mut self,
+        keys: &mut [K],
+        values: Option<&mut [u32]>,
+        order: Order,
+        sync: PassSync,
+        reps: u32,
+    ) -> Result<PassStudy> {
+        if self.queries == vk::QueryPool::null() {
+            return Err(Error::Unsupported {
+                what: "time passes",
+                fix: "its compute queue has no timestamps; choose another device with --device",
+            });
+        }
+        if sync == PassSync::Barrier(BarrierFlavor::Memory2) && self.ctx.shared.sync2.is_none() {
+            return Err(Error::Unsupported {
+                what: "record synchronization2 barriers",
+                fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
+            });
+        }
+        let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
+        let n = keys.len();
+        let pairs = values.is_some();
+        let run = match sync {
+            PassSync::Barrier(flavor) => self.repeated(keys, values, K::KIND, order, reps, true, flavor)?,
+            PassSync::SubmitPerPass => self.submit_per_pass(keys, values, K::KIND, order, reps)?,
+        };
+        match run {
+            Some(study) => Ok(study),
+            // n < 2: nothing ran.
+            None => Ok(PassStudy {
+                plan: self.plan(n, pairs, K::KIND, order)?,
+                pass_times: Vec::new(),
+                totals: Vec::new(),
+                wall: Vec::new(),
+            }),
+        }
+    }
+
+    /// What `repeated` and `submit_per_pass` share: checks, plan, kernels, and the input staged
+    /// and bound, with two more device buffers for a pristine copy of it. `None` when there is
+    /// nothing to time (n < 2 or no timestamps).
+    fn prepare_repeated(
+        &mut self,
+        keys: &[u32],
+        values: Option<&[u32]>,
+        kind: KeyKind,
+        order: Order,
+        reps: u32,
+    ) -> Result<Option<(Plan, Payload)>> {
         let n = keys.len();
         if let Some(v) = &values {
             if v.len() != n {
@@ -623,15 +751,15 @@ impl Sorter {
             return Err(Error::InvalidOption { name: "reps", value: reps.to_string(), reason: "must be 1 to 240" });
         }
         if n < 2 || self.queries == vk::QueryPool::null() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         self.check_size(n)?;
         self.settle()?;
         let pairs = values.is_some();
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload, n)?.geometry;
-        let plan = Plan::new(n as u32, geometry, key_flags(K::KIND, order));
-        self.stage_input(keys, values.as_deref())?;
+        let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
+        self.stage_input(keys, values)?;
         let bytes = n as u64 * 4;
         let shared = self.ctx.shared.clone();
         Self::ensure(
@@ -652,16 +780,79 @@ impl Sorter {
                 MemoryLocation::GpuOnly,
             )?;
         }
+        Ok(Some((plan, payload)))
+    }
+
+    /// The copies of a repeated run: staging to pristine (upload), pristine to the sorted buffers
+    /// (restore, before each sort), sorted buffers to staging (download).
+    fn repeated_copies(&self, n: usize, pairs: bool) -> [Vec<(vk::Buffer, vk::Buffer, u64)>; 3] {
+        let bytes = n as u64 * 4;
         let (k, pk, sk) = (raw(&self.keys), raw(&self.pristine_keys), raw(&self.staging_keys));
         let (v, pv, sv) = (raw(&self.values), raw(&self.pristine_values), raw(&self.staging_values));
-        let upload = copies(pairs, bytes, (sk, pk), (sv, pv));
-        let restore = copies(pairs, bytes, (pk, k), (pv, v));
-        let download = copies(pairs, bytes, (k, sk), (v, sv));
+        [
+            copies(pairs, bytes, (sk, pk), (sv, pv)),
+            copies(pairs, bytes, (pk, k), (pv, v)),
+            copies(pairs, bytes, (k, sk), (v, sv)),
+        ]
+    }
+
+    /// Makes the query pool hold at least `count` queries (replacing it when it is smaller).
+    fn ensure_queries(&mut self, count: u32) -> Result<()> {
+        if count <= self.query_capacity || self.queries == vk::QueryPool::null() {
+            return Ok(());
+        }
+        let device = &self.ctx.shared.device;
+        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(count);
+        // SAFETY: `device` is live and the info complete.
+        let pool = unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
+        // SAFETY: no submission is pending (callers settle first), so nothing uses the old pool.
+        unsafe { device.destroy_query_pool(self.queries, None) };
+        self.queries = pool;
+        self.query_capacity = count;
+        Ok(())
+    }
+
+    /// Sorts the staged input `reps` times back to back in one command buffer, each sort restoring
+    /// the pristine input first; with `per_pass`, a timestamp after every pass.
+    #[allow(clippy::too_many_arguments)]
+    fn repeated(
+        &mut self,
+        keys: &mut [u32],
+        values: Option<&mut [u32]>,
+        kind: KeyKind,
+        order: Order,
+        reps: u32,
+        per_pass: bool,
+        flavor: BarrierFlavor,
+    ) -> Result<Option<PassStudy>> {
+        let Some((plan, payload)) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
+            return Ok(None);
+        };
+        let pairs = payload == Payload::Pairs;
+        let per_sort = if per_pass { 1 + plan.passes.len() as u32 } else { 2 };
+        self.ensure_queries(per_sort * reps)?;
+        let [upload, restore, download] = self.repeated_copies(keys.len(), pairs);
+        let buffers: Vec<vk::Buffer> =
+            if pairs { vec![raw(&self.keys), raw(&self.values)] } else { vec![raw(&self.keys)] };
+        let shared = self.ctx.shared.clone();
+        let barrier = match flavor {
+            BarrierFlavor::Memory => PassBarrier::Memory,
+            BarrierFlavor::Buffer => PassBarrier::Buffer(&buffers),
+            BarrierFlavor::Memory2 => match &shared.sync2 {
+                Some(sync2) => PassBarrier::Memory2(sync2),
+                None => {
+                    return Err(Error::Unsupported {
+                        what: "record synchronization2 barriers",
+                        fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
+                    })
+                }
+            },
+        };
 
         self.begin()?;
         let device = &shared.device;
         let cmd = self.cmd;
-        record::reset_queries(device, cmd, self.queries, 2 * reps);
+        record::reset_queries(device, cmd, self.queries, per_sort * reps);
         record::copy(device, cmd, &upload);
         // The upload before the first copy into place reads the device copies.
         record::barrier(
@@ -675,13 +866,6 @@ impl Sorter {
             max_groups_per_dispatch: self.max_groups,
             drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
         };
-        let mut encoder = VulkanEncoder {
-            device,
-            cmd,
-            layout: self.layouts.pipeline_layout,
-            kernels: self.kernels_for(payload, plan.geometry),
-            pass_timestamps: None,
-        };
         for rep in 0..reps {
             if rep > 0 {
                 // The previous sort's passes before this copy overwrites what they read and wrote.
@@ -692,19 +876,126 @@ impl Sorter {
                     (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
                 );
             }
+            let first = per_sort * rep;
             record::copy(device, cmd, &restore);
-            record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 2 * rep);
+            record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, first);
             record::input_barrier(device, cmd);
+            let mut encoder = VulkanEncoder {
+                device,
+                cmd,
+                layout: self.layouts.pipeline_layout,
+                kernels: self.kernels_for(payload, plan.geometry),
+                pass_timestamps: per_pass.then_some((self.queries, first)),
+                barrier,
+            };
             record::record_passes(&mut encoder, &plan, &options);
-            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 2 * rep + 1);
+            if !per_pass {
+                record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, first + 1);
+            }
         }
         record::download(device, cmd, &download);
+        let start = Instant::now();
         self.finish()?;
-        let ticks = self.read_ticks(2 * reps as usize)?;
-        let limits = &shared.info.limits;
-        let times = ticks.chunks_exact(2).map(|t| ticks_to_duration(t[0], t[1], limits)).collect();
+        let wall = start.elapsed() / reps;
+        let ticks = self.read_ticks((per_sort * reps) as usize)?;
         self.read_back(keys, values)?;
-        Ok(times)
+        Ok(Some(self.study_from_ticks(plan, &ticks, per_sort as usize, per_pass, vec![wall; reps as usize])))
+    }
+
+    /// Sorts the staged input `reps` times, each pass in a command buffer of its own, submitted
+    /// and waited for before the next is recorded. Each command buffer starts with the barrier
+    /// that orders it after the pass before (submission order alone orders execution, not memory).
+    fn submit_per_pass(
+        &mut self,
+        keys: &mut [u32],
+        values: Option<&mut [u32]>,
+        kind: KeyKind,
+        order: Order,
+        reps: u32,
+    ) -> Result<Option<PassStudy>> {
+        let Some((plan, payload)) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
+            return Ok(None);
+        };
+        let pairs = payload == Payload::Pairs;
+        let per_sort = 1 + plan.passes.len() as u32;
+        self.ensure_queries(per_sort * reps)?;
+        let [upload, restore, download] = self.repeated_copies(keys.len(), pairs);
+        let shared = self.ctx.shared.clone();
+        let device = &shared.device;
+        let layout = self.layouts.pipeline_layout;
+
+        self.begin()?;
+        record::reset_queries(device, self.cmd, self.queries, per_sort * reps);
+        record::copy(device, self.cmd, &upload);
+        self.finish()?;
+        let mut walls = Vec::new();
+        for rep in 0..reps {
+            let first = per_sort * rep;
+            self.begin()?;
+            // Orders the upload (or the previous sort's last pass) before this copy.
+            record::barrier(
+                device,
+                self.cmd,
+                (
+                    vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+                ),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE),
+            );
+            record::copy(device, self.cmd, &restore);
+            record::timestamp(device, self.cmd, vk::PipelineStageFlags::TRANSFER, self.queries, first);
+            self.finish()?;
+            let start = Instant::now();
+            for (index, pass) in plan.passes.iter().enumerate() {
+                self.begin()?;
+                let cmd = self.cmd;
+                if index == 0 {
+                    record::input_barrier(device, cmd);
+                } else {
+                    record::compute_barrier(device, cmd);
+                }
+                record::bind_set(device, cmd, layout, self.set);
+                let mut encoder = VulkanEncoder {
+                    device,
+                    cmd,
+                    layout,
+                    kernels: self.kernels_for(payload, plan.geometry),
+                    pass_timestamps: Some((self.queries, first)),
+                    barrier: PassBarrier::Memory,
+                };
+                encoder.bind_kernel(pass.kind, pass.substages);
+                record::dispatch_pass(&mut encoder, pass, self.max_groups);
+                encoder.pass_done(index);
+                self.finish()?;
+            }
+            walls.push(start.elapsed());
+        }
+        self.begin()?;
+        record::download(device, self.cmd, &download);
+        self.finish()?;
+        let ticks = self.read_ticks((per_sort * reps) as usize)?;
+        self.read_back(keys, values)?;
+        Ok(Some(self.study_from_ticks(plan, &ticks, per_sort as usize, true, walls)))
+    }
+
+    /// Splits the timestamps of repeated sorts (`per_sort` each) into totals and pass times.
+    fn study_from_ticks(
+        &self,
+        plan: Plan,
+        ticks: &[u64],
+        per_sort: usize,
+        per_pass: bool,
+        wall: Vec<Duration>,
+    ) -> PassStudy {
+        let limits = &self.ctx.shared.info.limits;
+        let sorts = ticks.chunks_exact(per_sort);
+        let totals = sorts.clone().map(|t| ticks_to_duration(t[0], t[t.len() - 1], limits)).collect();
+        let pass_times = if per_pass {
+            sorts.map(|t| t.windows(2).map(|w| ticks_to_duration(w[0], w[1], limits)).collect()).collect()
+        } else {
+            Vec::new()
+        };
+        PassStudy { plan, pass_times, totals, wall }
     }
 
     fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
@@ -754,7 +1045,8 @@ impl Sorter {
             cmd,
             layout: self.layouts.pipeline_layout,
             kernels: self.kernels_for(payload, plan.geometry),
-            pass_timestamps: per_pass.then_some(self.queries),
+            pass_timestamps: per_pass.then_some((self.queries, 0)),
+            barrier: PassBarrier::Memory,
         };
         let options = RecordOptions {
             max_groups_per_dispatch: self.max_groups,
