@@ -6,7 +6,8 @@
 #   3. the same test with the barrier before the last stage's flip pass dropped: it must FAIL,
 #      which proves the suite catches a missing barrier;
 #   4. `bitonic-vk bench` at 2^10, 2^16, 2^20, 2^22 and 2^24, fused (the default) and with one
-#      substage per global pass (--max-fused 1, as NVIDIA's CUDA sample runs), and per pass at 2^20.
+#      substage per global pass (--max-fused 1, as NVIDIA's CUDA sample runs);
+#   5. the barrier study (.ci/barrier-study.sh) at 2^16, 2^20 and 2^24.
 # Full logs go to $OUT (or /tmp); a summary is printed last.
 set -uo pipefail
 out=${OUT:-/tmp}
@@ -33,6 +34,6 @@ grep -A2 panicked "$out/dropped.txt" | head -n 6
 sizes=2^10,2^16,2^20,2^22,2^24
 .gpu/run .gpu/bitonic-vk bench --sizes $sizes --reps 30 --warmup 5 | tee "$out/bench.txt"
 .gpu/run .gpu/bitonic-vk bench --sizes $sizes --reps 30 --warmup 5 --max-fused 1 >"$out/bench-unfused.txt"
-.gpu/run .gpu/bitonic-vk bench --sizes 2^20 --reps 10 --warmup 3 --per-pass >"$out/passes-2e20.txt"
+RUN=.gpu/run BIN=.gpu/bitonic-vk OUT="$out" bash .ci/barrier-study.sh >/dev/null
 
 printf '%s\n' "${summary[@]}"

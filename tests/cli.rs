@@ -231,28 +231,172 @@ fn devices_lists_the_chosen_device_and_its_limits() {
 }
 
 #[test]
-fn bench_checks_and_times_each_size() {
-    let out = bitonic().args(["bench", "--sizes", "1000,2^12", "--reps", "2", "--warmup", "1"]).assert().success();
+fn bench_checks_and_times_each_case() {
+    let out = bitonic()
+        .args(["bench", "--sizes", "1000,2^12", "--reps", "2", "--warmup", "1"])
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    // Two sizes, keys and pairs by default.
     assert_eq!(stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count(), 4, "{stdout}");
     // A CPU device such as lavapipe (CI's) is named as one, and no GPU is.
     assert_eq!(stdout.contains("(CPU,"), stdout.contains("CPU implementation"), "{stdout}");
 }
 
 #[test]
+fn bench_writes_json_csv_and_a_plot() {
+    let dir = Dir::new();
+    let (json, csv, svg) = (dir.path("r.json"), dir.path("r.csv"), dir.path("r.svg"));
+    bitonic()
+        .args(["bench", "--sizes", "2^8..2^10", "--type", "i32,f32", "--payload", "pairs", "--order", "desc"])
+        .args(["--dist", "few-unique,reversed", "--reps", "2", "--warmup", "0", "--json"])
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--plot")
+        .arg(&svg)
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    // 3 sizes x 2 types x 2 distributions, pairs, descending.
+    assert_eq!(rows.len(), 12);
+    for row in &rows {
+        for field in [
+            "n",
+            "key_type",
+            "pairs",
+            "order",
+            "distribution",
+            "gpu_ms_median",
+            "wall_ms_median",
+            "mkeys_per_s",
+            "passes",
+            "cpu_ms_median",
+            "par_cpu_ms_median",
+        ] {
+            assert!(row.get(field).is_some(), "{field} missing from {row}");
+        }
+        assert_eq!(row["pairs"], true);
+        assert_eq!(row["order"], "descending");
+        assert_eq!(row["verified"], true);
+        assert!(row["wall_ms_median"].as_f64().is_some_and(|t| t > 0.0), "{row}");
+    }
+    let sizes: Vec<u64> = rows.iter().filter_map(|r| r["n"].as_u64()).collect();
+    assert_eq!(sizes.iter().filter(|&&n| n == 256).count(), 4);
+    assert_eq!(sizes.iter().filter(|&&n| n == 1024).count(), 4);
+    let csv = fs::read_to_string(&csv).expect("csv written");
+    assert!(csv.starts_with("n,key_type,pairs,order,distribution,passes,gpu_ms_median"), "{csv}");
+    assert_eq!(csv.lines().count(), 13);
+    let svg = fs::read_to_string(&svg).expect("plot written");
+    assert!(svg.starts_with("<svg") && svg.contains("Mkeys/s") && svg.contains("i32 pairs few-unique desc"), "{svg}");
+    assert_eq!(dir.listing(), ["r.csv", "r.json", "r.svg"]);
+}
+
+#[test]
 fn bench_refuses_a_bad_size() {
-    for bad in ["2^x", "3^4", "ten", "2^70"] {
+    for bad in ["2^x", "3^4", "ten", "2^70", "2^10..", "2^12..2^10", "0..8"] {
         bitonic().args(["bench", "--sizes", bad]).assert().code(2).stderr(predicate::str::contains(bad));
     }
+    bitonic().args(["bench", "--sizes", "1"]).assert().code(2).stderr(predicate::str::contains("nothing to sort"));
 }
 
 #[test]
 fn bench_refuses_a_size_over_the_device_limit() {
     bitonic()
-        .args(["bench", "--sizes", "2^40"])
+        .args(["bench", "--sizes", "2^10,2^40"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("over this device's limit"));
+}
+
+#[test]
+fn bench_and_passes_refuse_an_unknown_type() {
+    for cmd in ["bench", "passes"] {
+        bitonic()
+            .args([cmd, "--type", "u64"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("u64").and(predicate::str::contains("u32")));
+    }
+}
+
+#[test]
+fn bench_refuses_an_unwritable_output_before_any_work() {
+    let dir = Dir::new();
+    bitonic()
+        .args(["bench", "--sizes", "2^10", "--json"])
+        .arg(dir.path("missing/r.json"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("device:").not())
+        .stderr(predicate::str::contains("r.json"));
+    assert!(dir.listing().is_empty());
+}
+
+#[test]
+fn passes_times_each_pass_and_compares_strategies() {
+    let dir = Dir::new();
+    let (json, svg) = (dir.path("p.json"), dir.path("p.svg"));
+    let out = bitonic()
+        .args(["passes", "--n", "5000", "--pairs", "--max-tile", "256", "--compare", "--reps", "2", "--chain", "20"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--plot")
+        .arg(&svg)
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for strategy in ["barrier/memory", "barrier/buffer", "submit-per-pass", "barrier/memory/unfused"] {
+        assert!(stdout.lines().any(|l| l.starts_with(strategy)), "{strategy} missing:\n{stdout}");
+    }
+    assert!(stdout.contains("with a buffer barrier each") && stdout.contains("no barrier"), "{stdout}");
+    assert!(stdout.contains("checked against the CPU's sort: ok"), "{stdout}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    for row in &rows {
+        for field in ["pass", "kind", "inc", "dir", "gpu_us", "strategy"] {
+            assert!(row.get(field).is_some(), "{field} missing from {row}");
+        }
+    }
+    // 5000 elements in tiles of 256: a tile sort, then stages 9..=13 with global and local merges.
+    let fused: Vec<&serde_json::Value> = rows.iter().filter(|r| r["strategy"] == "barrier/memory").collect();
+    let unfused = rows.iter().filter(|r| r["strategy"] == "barrier/memory/unfused").count();
+    assert_eq!(fused[0]["kind"], "tile_sort");
+    assert!(fused.iter().any(|r| r["kind"] == "global_merge") && fused.iter().any(|r| r["kind"] == "local_merge"));
+    assert!(unfused > fused.len(), "unfused {unfused} passes, fused {}", fused.len());
+    let svg = fs::read_to_string(&svg).expect("plot written");
+    assert!(svg.starts_with("<svg") && svg.contains("tile_sort") && svg.contains("local_merge"), "{svg}");
+}
+
+#[test]
+fn passes_runs_each_strategy_alone() {
+    for args in [&["--sync", "submit"][..], &["--barrier", "buffer"], &["--max-fused", "1"]] {
+        bitonic()
+            .args(["passes", "--n", "3000", "--max-tile", "256", "--reps", "2"])
+            .args(args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("checked against the CPU's sort: ok"))
+            .stderr(no_validation_errors());
+    }
+}
+
+#[test]
+fn passes_refuses_bad_arguments() {
+    for (args, message) in [
+        (&["--n", "2^40"][..], "over this device's limit"),
+        (&["--n", "ten"], "ten"),
+        (&["--n", "1"], "nothing to sort"),
+        (&["--sync", "never"], "never"),
+        (&["--barrier", "none"], "none"),
+        (&["--reps", "0"], "reps"),
+    ] {
+        bitonic().arg("passes").args(args).assert().code(2).stderr(predicate::str::contains(message));
+    }
 }
 
 #[test]

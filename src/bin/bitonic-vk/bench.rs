@@ -1,0 +1,483 @@
+//! `bitonic-vk bench`: sweeps sizes, key types, payloads, orders and distributions; GPU time
+//! from timestamps, wall time with transfers, CPU baselines, every result checked.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context as _};
+use bitonic_vk::{Calibration, Context, DeviceType, Order, Sorter, SorterDesc};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+use crate::data::{self, BenchKey, Distribution, KeyType};
+use crate::output::{self, Panel, Series};
+use crate::sizes::{parse_sizes, SizeList};
+use crate::{Failure, GpuArgs, OrderArg};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Sizes: a comma-separated list of numbers, powers such as 2^20, and doubling ranges such as
+    /// 2^10..2^24 [default: 2^10..2^24, capped by the device's limits, and at 2^20 on a CPU device].
+    #[arg(long, value_parser = parse_sizes, value_name = "LIST")]
+    sizes: Option<SizeList>,
+    /// Key types, comma-separated.
+    #[arg(long = "type", value_enum, value_delimiter = ',', default_value = "u32")]
+    types: Vec<KeyType>,
+    /// Keys alone, key+value pairs (u32 values), or both.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "keys,pairs")]
+    payload: Vec<Payload>,
+    /// Orders, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ascending")]
+    order: Vec<OrderArg>,
+    /// Key distributions, comma-separated.
+    #[arg(long = "dist", value_enum, value_delimiter = ',', default_value = "uniform")]
+    dists: Vec<Distribution>,
+    /// Timed sorts per case (GPU time: back to back in one command buffer; wall time: one
+    /// submission each).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=200))]
+    reps: u32,
+    /// Untimed sorts per case before the timed ones.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=40))]
+    warmup: u32,
+    /// Seed of the random keys.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// Skip checking results against the CPU's sort (they are checked by default).
+    #[arg(long)]
+    no_verify: bool,
+    /// Also write the results as a JSON array to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write the results as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Also draw time and Mkeys/s against n, log-log, as SVG to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Cap the elements per tile of the local kernels (a power of two); the default is the
+    /// largest that fits the device's shared memory.
+    #[arg(long, value_name = "ELEMENTS")]
+    max_tile: Option<u32>,
+    /// Cap the substages fused in registers per global pass and per local chunk (1 to 4; 1 is one
+    /// substage per global pass, as NVIDIA's CUDA sample does).
+    #[arg(long, value_name = "N")]
+    max_fused: Option<u32>,
+    /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
+    /// tile, at most 1024).
+    #[arg(long, value_name = "N")]
+    local_wg: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Payload {
+    Keys,
+    Pairs,
+}
+
+/// One measured case, as the JSON and CSV outputs hold it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    n: u64,
+    key_type: KeyType,
+    pairs: bool,
+    order: &'static str,
+    distribution: Distribution,
+    passes: usize,
+    /// GPU time from timestamps (None where the device has none).
+    gpu_ms_median: Option<f64>,
+    gpu_ms_min: Option<f64>,
+    gpu_ms_max: Option<f64>,
+    /// One sort including upload and download, host clock.
+    wall_ms_median: f64,
+    /// n over the GPU median (or over the wall median without timestamps).
+    mkeys_per_s: f64,
+    /// Bytes of the input (keys, and values with pairs) read and written once, over the GPU median.
+    gb_per_s: Option<f64>,
+    /// The pass model's prediction (None without timestamps).
+    model_ms: Option<f64>,
+    cpu_ms_median: f64,
+    par_cpu_ms_median: f64,
+    verified: bool,
+}
+
+/// How long `bench` keeps a GPU busy before timing, and in batches of about how long.
+const WARM_UP: Duration = Duration::from_millis(500);
+const WARM_BATCH: Duration = Duration::from_millis(100);
+/// Untimed GPU work at the start of the timed command buffer.
+const IN_BUFFER_WARM_UP: Duration = Duration::from_millis(300);
+/// The most sorts `Sorter::time_repeated` runs in one command buffer.
+const MAX_SORTS_PER_BUFFER: u32 = 240;
+/// How long each CPU baseline may take per case (at least one run, at most `--reps`).
+const CPU_BUDGET: Duration = Duration::from_secs(1);
+/// Where the default sweep stops on a CPU implementation of Vulkan.
+const CPU_DEVICE_CAP: u64 = 1 << 18;
+
+fn median(sorted: &[Duration]) -> Duration {
+    sorted[sorted.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Everything one case needs besides its key type.
+struct Case<'a> {
+    n: usize,
+    dist: Distribution,
+    order: Order,
+    pairs: bool,
+    seed: u64,
+    args: &'a BenchArgs,
+    calibration: Option<Calibration>,
+    gpu_warm_up: bool,
+}
+
+pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
+    // Outputs first, so that an unwritable path fails before a long sweep.
+    let json_out = output::stage(args.json.as_ref())?;
+    let csv_out = output::stage(args.csv.as_ref())?;
+    let plot_out = output::stage(args.plot.as_ref())?;
+    let ctx = Context::new(&gpu.desc())?;
+    let info = ctx.device_info().clone();
+    let desc = SorterDesc {
+        max_tile: args.max_tile,
+        max_fused_substages: args.max_fused,
+        local_workgroup_size: args.local_wg,
+        ..SorterDesc::default()
+    };
+    let mut sorter = Sorter::new(&ctx, &desc)?;
+    let cpu_device = info.device_type == DeviceType::Cpu;
+    println!("device: {} ({}, Vulkan {})", info.name, info.device_type, info.api_version);
+    if cpu_device {
+        println!(
+            "note: this is a CPU implementation of Vulkan (such as lavapipe), not a GPU: its times measure the CPU"
+        );
+    }
+    let max = sorter.max_elements();
+    let sizes = match &args.sizes {
+        Some(SizeList(sizes)) => {
+            if let Some(&too_big) = sizes.iter().find(|&&n| n > max) {
+                return Err(Failure::Input(anyhow!(
+                    "size {too_big} is over this device's limit of {max} elements: choose smaller --sizes"
+                )));
+            }
+            if let Some(&small) = sizes.iter().find(|&&n| n < 2) {
+                return Err(Failure::Input(anyhow!("size {small} has nothing to sort: choose --sizes of 2 or more")));
+            }
+            sizes.clone()
+        }
+        None => {
+            let cap = if cpu_device { CPU_DEVICE_CAP } else { 1 << 24 };
+            let sizes: Vec<u64> = (10..=24).map(|k| 1u64 << k).filter(|&n| n <= cap.min(max)).collect();
+            let top = sizes.last().copied().unwrap_or(0);
+            if cpu_device {
+                println!(
+                    "note: the default sizes stop at 2^{} on a CPU device; choose others with --sizes",
+                    top.trailing_zeros()
+                );
+            } else if top < 1 << 24 {
+                println!("note: the default sizes stop at 2^{}, this device's limit", top.trailing_zeros());
+            }
+            sizes
+        }
+    };
+    // The pass model: bytes per pass over a vec4 copy's bandwidth, plus a dispatch and a barrier
+    // per pass, both measured here and now.
+    let calibration_size = if cpu_device { 1 << 20 } else { (1u64 << 24).min(max) } as usize;
+    let calibration =
+        sorter.calibrate(calibration_size, if cpu_device { 50 } else { 500 }, if cpu_device { 3 } else { 10 })?;
+    if let Some(c) = &calibration {
+        println!(
+            "pass model: vec4 copy of {calibration_size} u32 moves {:.0} GB/s (read + write); empty dispatch + barrier {:.2} us, empty dispatch alone {:.2} us",
+            c.copy_bytes_per_second / 1e9,
+            c.dispatch_and_barrier.as_secs_f64() * 1e6,
+            c.dispatch_alone.as_secs_f64() * 1e6
+        );
+    }
+    let mut cases = Vec::new();
+    for &n in &sizes {
+        for &key_type in &args.types {
+            for &dist in &args.dists {
+                for &order in &args.order {
+                    for &payload in &args.payload {
+                        cases.push((n, key_type, dist, order.into(), payload == Payload::Pairs));
+                    }
+                }
+            }
+        }
+    }
+    let progress = ProgressBar::with_draw_target(Some(cases.len() as u64), ProgressDrawTarget::stderr());
+    progress.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .map_err(|e| Failure::Run(anyhow!("progress bar: {e}")))?
+            .progress_chars("=> "),
+    );
+    println!(
+        "{:>10} {:>4} {:>5} {:>4} {:>13} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>7} {:>9} {:>6} {:>9} {:>9}  check",
+        "n",
+        "type",
+        "kind",
+        "ord",
+        "dist",
+        "passes",
+        "gpu ms",
+        "gpu min",
+        "gpu max",
+        "wall ms",
+        "Mkeys/s",
+        "GB/s",
+        "model ms",
+        "/model",
+        "cpu ms",
+        "rayon ms"
+    );
+    let mut rows = Vec::new();
+    for (n, key_type, dist, order, pairs) in cases {
+        let kind = if pairs { "pairs" } else { "keys" };
+        progress.set_message(format!("n = {n}, {} {kind}, {}", key_type.name(), dist.name()));
+        let case = Case {
+            n: n as usize,
+            dist,
+            order,
+            pairs,
+            seed: args.seed ^ n.rotate_left(17),
+            args,
+            calibration,
+            gpu_warm_up: !cpu_device,
+        };
+        let row = match key_type {
+            KeyType::U32 => run_case::<u32>(&mut sorter, &case, key_type),
+            KeyType::I32 => run_case::<i32>(&mut sorter, &case, key_type),
+            KeyType::F32 => run_case::<f32>(&mut sorter, &case, key_type),
+        }
+        .map_err(|e| match e {
+            Failure::Run(e) => Failure::Run(e.context(format!(
+                "n = {n}, {} {kind}, {}, {}",
+                key_type.name(),
+                dist.name(),
+                case_order(order)
+            ))),
+            e => e,
+        })?;
+        let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+        progress.suspend(|| {
+            println!(
+                "{:>10} {:>4} {:>5} {:>4} {:>13} {:>6} {:>10} {:>10} {:>10} {:>10.4} {:>9.1} {:>7} {:>9} {:>6} {:>9.3} {:>9.3}  {}",
+                row.n,
+                key_type.name(),
+                kind,
+                if order == Order::Ascending { "asc" } else { "desc" },
+                dist.name(),
+                row.passes,
+                opt(row.gpu_ms_median, 4),
+                opt(row.gpu_ms_min, 4),
+                opt(row.gpu_ms_max, 4),
+                row.wall_ms_median,
+                row.mkeys_per_s,
+                opt(row.gb_per_s, 1),
+                opt(row.model_ms, 4),
+                opt(row.gpu_ms_median.zip(row.model_ms).map(|(g, m)| g / m), 2),
+                row.cpu_ms_median,
+                row.par_cpu_ms_median,
+                if row.verified { "ok" } else { "not checked" }
+            )
+        });
+        rows.push(row);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    println!(
+        "gpu ms: timestamps from the first pass to the last, median (min, max) of {} sorts run back to back on the GPU after {} more{}; wall ms: one sort including upload and download (median of {}); Mkeys/s and GB/s from the GPU median (GB/s: the input's bytes read and written once); model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier); cpu ms: sort_unstable, rayon ms: par_sort_unstable on {} threads (median of up to {} runs, at most about {} s each)",
+        args.reps,
+        args.warmup,
+        if cpu_device { "" } else { " (on a GPU: after half a second of the same work, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },
+        args.reps,
+        rayon::current_num_threads(),
+        args.reps,
+        CPU_BUDGET.as_secs()
+    );
+    if args.no_verify {
+        println!("note: results were not checked (--no-verify)");
+    }
+    if let Some(out) = json_out {
+        out.finish(&output::json(&rows)?)?;
+    }
+    if let Some(out) = csv_out {
+        out.finish(&output::csv(&rows)?)?;
+    }
+    if let Some(out) = plot_out {
+        out.finish(&plot(&rows, &info.name)?)?;
+    }
+    Ok(())
+}
+
+fn case_order(order: Order) -> &'static str {
+    match order {
+        Order::Ascending => "ascending",
+        Order::Descending => "descending",
+    }
+}
+
+/// Times the CPU baseline `sort` on copies of `input`: up to `reps` runs within [`CPU_BUDGET`].
+/// Returns the median and the first run's result.
+fn time_cpu<T: Clone>(input: &[T], reps: u32, sort: impl Fn(&mut [T])) -> (Duration, Vec<T>) {
+    let mut times = Vec::new();
+    let mut first = None;
+    let budget = Instant::now() + CPU_BUDGET;
+    while times.len() < reps as usize && (times.is_empty() || Instant::now() < budget) {
+        let mut data = input.to_vec();
+        let start = Instant::now();
+        sort(&mut data);
+        times.push(start.elapsed());
+        first.get_or_insert(data);
+    }
+    times.sort();
+    (median(&times), first.unwrap_or_default())
+}
+
+fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType) -> Result<Row, Failure> {
+    let (n, order, pairs, args) = (case.n, case.order, case.pairs, case.args);
+    let input: Vec<K> = data::generate(n, case.dist, case.seed);
+    let indices: Vec<u32> = (0..n as u32).collect();
+    let verify = !args.no_verify;
+
+    // CPU baselines, the first of which is the reference the GPU results are checked against.
+    let (cpu, par_cpu, expect) = if pairs {
+        let tuples: Vec<(K, u32)> = input.iter().copied().zip(indices.iter().copied()).collect();
+        let (cpu, sorted) = time_cpu(&tuples, args.reps, |d| data::cpu_sort_pairs(d, order, false));
+        let (par, _) = time_cpu(&tuples, args.reps, |d| data::cpu_sort_pairs(d, order, true));
+        (cpu, par, sorted.into_iter().map(|p| p.0).collect::<Vec<K>>())
+    } else {
+        let (cpu, sorted) = time_cpu(&input, args.reps, |d| data::cpu_sort(d, order, false));
+        let (par, _) = time_cpu(&input, args.reps, |d| data::cpu_sort(d, order, true));
+        (cpu, par, sorted)
+    };
+    let check = |keys: &[K], values: &[u32], what: &str| -> Result<(), Failure> {
+        if verify {
+            data::check(&input, &expect, keys, pairs.then_some(values))
+                .context(what.to_owned())
+                .map_err(Failure::Run)?;
+        }
+        Ok(())
+    };
+
+    // Wall time: separate sorts, each with its upload and download.
+    let (mut wall_times, mut passes) = (Vec::new(), 0);
+    for rep in 0..args.warmup + args.reps {
+        let mut keys = input.clone();
+        let mut values = indices.clone();
+        let start = Instant::now();
+        let stats =
+            if pairs { sorter.sort_pairs(&mut keys, &mut values, order)? } else { sorter.sort(&mut keys, order)? };
+        let wall = start.elapsed();
+        passes = stats.passes;
+        check(&keys, &values, "one sort")?;
+        if rep >= args.warmup {
+            wall_times.push(wall);
+        }
+    }
+    wall_times.sort();
+
+    // GPU time from back-to-back sorts in one command buffer: between separate sorts the host
+    // checks results and a GPU drops to its idle clock, which takes a few hundred milliseconds of
+    // steady work to come back. So first keep it busy for half a second in batches of ~0.1 s,
+    // and then start the timed command buffer itself with ~0.3 s of untimed sorts (as many as
+    // fit under the 240 a command buffer takes): between batches the host copies the input, and
+    // at 2^24 keys that gap alone let the H100 clock down again.
+    let mut keys = input.clone();
+    let mut values = indices.clone();
+    let mut untimed = args.warmup;
+    if case.gpu_warm_up {
+        let mut estimate = median(&wall_times).max(Duration::from_micros(1));
+        let warm_until = Instant::now() + WARM_UP;
+        while Instant::now() < warm_until {
+            let batch = (WARM_BATCH.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 240.0) as u32;
+            let (mut k, mut v) = (keys.clone(), values.clone());
+            let mut times = sorter.time_repeated(&mut k, pairs.then_some(&mut v[..]), order, batch)?;
+            if !times.is_empty() {
+                times.sort();
+                estimate = median(&times).max(Duration::from_micros(1));
+            }
+        }
+        let lead = (IN_BUFFER_WARM_UP.as_secs_f64() / estimate.as_secs_f64()).ceil() as u32;
+        untimed = untimed.max(lead.min(MAX_SORTS_PER_BUFFER - args.reps));
+    }
+    let timed = sorter.time_repeated(&mut keys, pairs.then_some(&mut values[..]), order, untimed + args.reps)?;
+    check(&keys, &values, "back-to-back sorts")?;
+    let mut gpu_times: Vec<Duration> = timed.into_iter().skip(untimed as usize).collect();
+    gpu_times.sort();
+
+    let element_bytes = if pairs { 8.0 } else { 4.0 };
+    let gpu = (!gpu_times.is_empty()).then(|| median(&gpu_times));
+    let model = case.calibration.map(|c| ms(c.predict(passes, n as f64 * element_bytes * 2.0)));
+    let rate_time = gpu.unwrap_or(median(&wall_times)).as_secs_f64();
+    Ok(Row {
+        n: n as u64,
+        key_type,
+        pairs,
+        order: case_order(order),
+        distribution: case.dist,
+        passes,
+        gpu_ms_median: gpu.map(ms),
+        gpu_ms_min: gpu_times.first().copied().map(ms),
+        gpu_ms_max: gpu_times.last().copied().map(ms),
+        wall_ms_median: ms(median(&wall_times)),
+        mkeys_per_s: n as f64 / rate_time / 1e6,
+        gb_per_s: gpu.map(|g| n as f64 * element_bytes * 2.0 / g.as_secs_f64() / 1e9),
+        model_ms: gpu.and(model),
+        cpu_ms_median: ms(cpu),
+        par_cpu_ms_median: ms(par_cpu),
+        verified: verify,
+    })
+}
+
+/// Time and Mkeys/s against n, one line per case family, CPU baselines dashed.
+fn plot(rows: &[Row], device: &str) -> Result<Vec<u8>, Failure> {
+    let mut families: Vec<(String, Vec<&Row>)> = Vec::new();
+    for row in rows {
+        let label = format!(
+            "{} {} {}{}",
+            row.key_type.name(),
+            if row.pairs { "pairs" } else { "keys" },
+            row.distribution.name(),
+            if row.order == "descending" { " desc" } else { "" }
+        );
+        match families.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, members)) => members.push(row),
+            None => families.push((label, vec![row])),
+        }
+    }
+    let (mut times, mut rates) = (Vec::new(), Vec::new());
+    for (label, members) in &families {
+        let gpu_ms = |r: &Row| r.gpu_ms_median.unwrap_or(r.wall_ms_median);
+        times.push(Series {
+            label: format!("{label}: GPU"),
+            points: members.iter().map(|r| (r.n as f64, gpu_ms(r))).collect(),
+            dashed: false,
+        });
+        rates.push(Series {
+            label: format!("{label}: GPU"),
+            points: members.iter().map(|r| (r.n as f64, r.mkeys_per_s)).collect(),
+            dashed: false,
+        });
+        for (name, cpu) in [("sort_unstable", false), ("par_sort_unstable", true)] {
+            let t = |r: &Row| if cpu { r.par_cpu_ms_median } else { r.cpu_ms_median };
+            times.push(Series {
+                label: format!("{label}: {name}"),
+                points: members.iter().map(|r| (r.n as f64, t(r))).collect(),
+                dashed: true,
+            });
+            rates.push(Series {
+                label: format!("{label}: {name}"),
+                points: members.iter().map(|r| (r.n as f64, r.n as f64 / t(r) / 1e3)).collect(),
+                dashed: true,
+            });
+        }
+    }
+    let title_time = format!("time, {device}");
+    output::log_log_svg(&[
+        Panel { title: &title_time, x_label: "n", y_label: "ms (GPU: timestamps; CPU: host clock)", series: &times },
+        Panel { title: "throughput", x_label: "n", y_label: "Mkeys/s", series: &rates },
+    ])
+}
