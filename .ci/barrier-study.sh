@@ -2,7 +2,9 @@
 # The barrier study of docs/BARRIERS.md: `bitonic-vk passes --compare` (every barrier flavour, a
 # submit per pass, unfused, and empty-dispatch chains) for keys and pairs at each size in SIZES,
 # writing each table, JSON and plot to OUT.
-#   Here (lavapipe):   SIZES="2^16 2^20" bash .ci/barrier-study.sh
+# EXTRA adds arguments to each `passes` run.
+#   Here (lavapipe):   SIZES="2^16" bash .ci/barrier-study.sh
+#                      SIZES="2^20" EXTRA="--reps 5" bash .ci/barrier-study.sh
 #   On the GPU machine (tree staged by ../shared/gpu/prepare.sh):
 #                      RUN=.gpu/run BIN=.gpu/bitonic-vk bash .ci/barrier-study.sh
 set -euo pipefail
@@ -10,6 +12,7 @@ out=${OUT:-target/barrier-study}
 bin=${BIN:-target/release/bitonic-vk}
 run=${RUN:-}
 sizes=${SIZES:-"2^16 2^20 2^24"}
+read -r -a extra <<<"${EXTRA:-}"
 mkdir -p "$out"
 $run "$bin" devices >"$out/devices.txt"
 for n in $sizes; do
@@ -17,8 +20,8 @@ for n in $sizes; do
     flag=()
     [ "$payload" = pairs ] && flag=(--pairs)
     name="passes-${n/^/e}-$payload"
-    echo "== bitonic-vk passes --n $n ${flag[*]} --compare" | tee "$out/$name.txt"
-    $run "$bin" passes --n "$n" "${flag[@]}" --compare --json "$out/$name.json" --plot "$out/$name.svg" \
+    echo "== bitonic-vk passes --n $n ${flag[*]} --compare ${extra[*]}" | tee "$out/$name.txt"
+    $run "$bin" passes --n "$n" "${flag[@]}" --compare "${extra[@]}" --json "$out/$name.json" --plot "$out/$name.svg" \
       | tee -a "$out/$name.txt"
   done
 done

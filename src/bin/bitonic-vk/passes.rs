@@ -128,6 +128,8 @@ struct PassRow {
     gpu_us_max: f64,
     /// The input's bytes read and written once over `gpu_us`.
     gb_per_s: f64,
+    /// `gb_per_s` over a vec4 copy kernel's bandwidth over the same n, measured in the same run.
+    pct_of_copy: Option<f64>,
 }
 
 /// What one strategy measured.
@@ -201,6 +203,12 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
             println!("note: {} lacks VK_KHR_synchronization2: no barrier2 strategy", info.name);
         }
     }
+    // The bandwidth ceiling: a vec4 copy kernel over the same bytes, in this run.
+    let copy_bytes = if args.pairs { 2 * args.n } else { args.n }.min(max) as usize;
+    let copy = sorter.calibrate(copy_bytes, 2, if cpu_device { 3 } else { 20 })?.map(|c| c.copy_bytes_per_second);
+    if let Some(c) = copy {
+        println!("vec4 copy kernel over {} bytes: {:.0} GB/s (read + write)", copy_bytes * 4, c / 1e9);
+    }
     let mut unfused = None;
     let mut outcomes = Vec::new();
     for strategy in strategies {
@@ -213,9 +221,9 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
             &mut sorter
         };
         let outcome = match args.key_type {
-            KeyType::U32 => measure::<u32>(sorter, args, &strategy, !cpu_device),
-            KeyType::I32 => measure::<i32>(sorter, args, &strategy, !cpu_device),
-            KeyType::F32 => measure::<f32>(sorter, args, &strategy, !cpu_device),
+            KeyType::U32 => measure::<u32>(sorter, args, &strategy, !cpu_device, copy),
+            KeyType::I32 => measure::<i32>(sorter, args, &strategy, !cpu_device, copy),
+            KeyType::F32 => measure::<f32>(sorter, args, &strategy, !cpu_device, copy),
         }
         .map_err(|e| match e {
             Failure::Run(e) => Failure::Run(e.context(format!("strategy {}", strategy.name))),
@@ -299,12 +307,12 @@ fn order_name(order: Order) -> &'static str {
 
 fn print_passes(rows: &[PassRow]) {
     println!(
-        "{:>5} {:>12} {:>5} {:>10} {:>3} {:>5} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "pass", "kind", "stage", "inc", "dir", "fused", "groups", "us", "us min", "us max", "GB/s"
+        "{:>5} {:>12} {:>5} {:>10} {:>3} {:>5} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7}",
+        "pass", "kind", "stage", "inc", "dir", "fused", "groups", "us", "us min", "us max", "GB/s", "% copy"
     );
     for r in rows {
         println!(
-            "{:>5} {:>12} {:>5} {:>10} {:>3} {:>5} {:>10} {:>10.2} {:>10.2} {:>10.2} {:>8.1}",
+            "{:>5} {:>12} {:>5} {:>10} {:>3} {:>5} {:>10} {:>10.2} {:>10.2} {:>10.2} {:>8.1} {:>7}",
             r.pass,
             r.kind,
             r.stage,
@@ -315,7 +323,8 @@ fn print_passes(rows: &[PassRow]) {
             r.gpu_us,
             r.gpu_us_min,
             r.gpu_us_max,
-            r.gb_per_s
+            r.gb_per_s,
+            r.pct_of_copy.map_or("-".to_owned(), |p| format!("{p:.0}"))
         );
     }
 }
@@ -326,6 +335,7 @@ fn measure<K: BenchKey>(
     args: &PassesArgs,
     strategy: &Strategy,
     warm_up: bool,
+    copy: Option<f64>,
 ) -> Result<Outcome, Failure> {
     let n = args.n as usize;
     let order: Order = args.order.into();
@@ -333,12 +343,15 @@ fn measure<K: BenchKey>(
     let mut expect = input.clone();
     data::cpu_sort(&mut expect, order, true);
     let indices: Vec<u32> = (0..n as u32).collect();
-    if warm_up {
-        // A GPU idles down between runs and needs a few hundred ms of work to clock back up.
-        let until = Instant::now() + WARM_UP;
-        while Instant::now() < until {
-            let (mut k, mut v) = (input.clone(), indices.clone());
-            sorter.time_repeated(&mut k, args.pairs.then_some(&mut v[..]), order, 20)?;
+    // A GPU idles down between runs and needs a few hundred ms of work to clock back up; a CPU
+    // device gets one untimed sort (without it, the first strategy of a lavapipe run came out
+    // 7 to 26 % slower than the rest, whichever it was).
+    let until = Instant::now() + if warm_up { WARM_UP } else { Duration::ZERO };
+    loop {
+        let (mut k, mut v) = (input.clone(), indices.clone());
+        sorter.time_repeated(&mut k, args.pairs.then_some(&mut v[..]), order, if warm_up { 20 } else { 1 })?;
+        if Instant::now() >= until {
+            break;
         }
     }
     let mut keys = input.clone();
@@ -375,6 +388,7 @@ fn measure<K: BenchKey>(
                 gpu_us_min: us(min),
                 gpu_us_max: us(max),
                 gb_per_s: bytes / med.as_secs_f64().max(1e-12) / 1e9,
+                pct_of_copy: copy.map(|c| 100.0 * bytes / med.as_secs_f64().max(1e-12) / c),
             }
         })
         .collect();
