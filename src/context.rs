@@ -144,6 +144,8 @@ pub struct DeviceLimits {
     pub timestamp_period: f32,
     /// Valid bits of timestamps on the compute queue family; 0 = no timestamps.
     pub timestamp_valid_bits: u32,
+    /// minStorageBufferOffsetAlignment: where a bound buffer region may start.
+    pub min_storage_buffer_offset_alignment: u64,
 }
 
 /// A Vulkan device as the loader reports it.
@@ -305,76 +307,80 @@ impl InstanceGuard {
         // SAFETY: the instance is live.
         let physical =
             unsafe { self.raw.enumerate_physical_devices() }.map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
-        Ok(physical.into_iter().enumerate().map(|(index, pd)| (pd, self.describe(index, pd))).collect())
-    }
-
-    fn describe(&self, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
-        // SAFETY: `pd` was enumerated from this live instance.
-        let props = unsafe { self.raw.get_physical_device_properties(pd) };
-        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
-        let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
-        let mut driver = vk::PhysicalDeviceDriverProperties::default();
-        let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
-        if props.api_version >= vk::API_VERSION_1_1 {
-            let mut props2 =
-                vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
-            if props.api_version >= vk::API_VERSION_1_2 {
-                props2 = props2.push_next(&mut driver);
-            }
-            // SAFETY: the device supports Vulkan 1.1, where vkGetPhysicalDeviceProperties2 and both
-            // chained structures are core (driver properties: 1.2, chained only then).
-            unsafe { self.raw.get_physical_device_properties2(pd, &mut props2) };
-            subgroup_size = subgroup.subgroup_size;
-            max_alloc = maintenance3.max_memory_allocation_size;
-            if props.api_version >= vk::API_VERSION_1_2 {
-                driver_name = format!(
-                    "{} {}",
-                    driver.driver_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
-                    driver.driver_info_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
-                );
-            }
-        }
-        // SAFETY: as above.
-        let families = unsafe { self.raw.get_physical_device_queue_family_properties(pd) };
-        let compute: Vec<(u32, u32)> = families
-            .iter()
+        // SAFETY: each device was just enumerated from this live instance.
+        Ok(physical
+            .into_iter()
             .enumerate()
-            .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0)
-            .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
-            .collect();
-        let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
-        // SAFETY: as above.
-        let extensions = unsafe { self.raw.enumerate_device_extension_properties(pd) }.unwrap_or_default();
-        let synchronization2 =
-            extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == ash::khr::synchronization2::NAME));
-        let l = &props.limits;
-        let v = props.api_version;
-        DeviceInfo {
-            index,
-            name: props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
-            device_type: DeviceType::from_vk(props.device_type),
-            api_version: format!(
-                "{}.{}.{}",
-                vk::api_version_major(v),
-                vk::api_version_minor(v),
-                vk::api_version_patch(v)
-            ),
-            driver: driver_name.trim().to_owned(),
-            compute_queue_family: family.map(|(i, _)| i),
-            limits: DeviceLimits {
-                max_compute_shared_memory_size: l.max_compute_shared_memory_size,
-                max_compute_work_group_count_x: l.max_compute_work_group_count[0],
-                max_compute_work_group_invocations: l.max_compute_work_group_invocations,
-                max_compute_work_group_size_x: l.max_compute_work_group_size[0],
-                max_storage_buffer_range: l.max_storage_buffer_range,
-                max_memory_allocation_size: max_alloc,
-                subgroup_size,
-                timestamp_period: l.timestamp_period,
-                timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
-            },
-            synchronization2,
-            raw_api_version: v,
+            .map(|(index, pd)| (pd, unsafe { describe(&self.raw, index, pd) }))
+            .collect())
+    }
+}
+
+/// What a physical device is and offers.
+///
+/// # Safety
+/// `pd` must be a physical device of the live `instance`.
+pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
+    // SAFETY: the caller passes a physical device of this live instance.
+    let props = unsafe { instance.get_physical_device_properties(pd) };
+    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+    let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
+    if props.api_version >= vk::API_VERSION_1_1 {
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
+        if props.api_version >= vk::API_VERSION_1_2 {
+            props2 = props2.push_next(&mut driver);
         }
+        // SAFETY: the device supports Vulkan 1.1, where vkGetPhysicalDeviceProperties2 and both
+        // chained structures are core (driver properties: 1.2, chained only then).
+        unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
+        subgroup_size = subgroup.subgroup_size;
+        max_alloc = maintenance3.max_memory_allocation_size;
+        if props.api_version >= vk::API_VERSION_1_2 {
+            driver_name = format!(
+                "{} {}",
+                driver.driver_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+                driver.driver_info_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+            );
+        }
+    }
+    // SAFETY: as above.
+    let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+    let compute: Vec<(u32, u32)> = families
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0)
+        .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
+        .collect();
+    let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
+    // SAFETY: as above.
+    let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    let synchronization2 =
+        extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == ash::khr::synchronization2::NAME));
+    let l = &props.limits;
+    let v = props.api_version;
+    DeviceInfo {
+        index,
+        name: props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+        device_type: DeviceType::from_vk(props.device_type),
+        api_version: format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v)),
+        driver: driver_name.trim().to_owned(),
+        compute_queue_family: family.map(|(i, _)| i),
+        limits: DeviceLimits {
+            max_compute_shared_memory_size: l.max_compute_shared_memory_size,
+            max_compute_work_group_count_x: l.max_compute_work_group_count[0],
+            max_compute_work_group_invocations: l.max_compute_work_group_invocations,
+            max_compute_work_group_size_x: l.max_compute_work_group_size[0],
+            max_storage_buffer_range: l.max_storage_buffer_range,
+            max_memory_allocation_size: max_alloc,
+            subgroup_size,
+            timestamp_period: l.timestamp_period,
+            timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
+            min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
+        },
+        synchronization2,
+        raw_api_version: v,
     }
 }
 

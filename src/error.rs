@@ -115,6 +115,39 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// A caller's buffer region starts at an offset the device cannot bind.
+    #[error("the {what} region starts at byte {offset}, not a multiple of minStorageBufferOffsetAlignment ({alignment}): move it")]
+    MisalignedOffset {
+        /// Which region.
+        what: &'static str,
+        /// Its offset.
+        offset: u64,
+        /// The device's alignment.
+        alignment: u64,
+    },
+
+    /// A caller's buffer region is smaller than the capacity asked for.
+    #[error("the {what} region is {size} bytes but {capacity} elements need {needed}: enlarge it or bind a smaller capacity")]
+    BufferTooSmall {
+        /// Which region.
+        what: &'static str,
+        /// Its size.
+        size: u64,
+        /// Bytes needed.
+        needed: u64,
+        /// The capacity asked for.
+        capacity: u32,
+    },
+
+    /// A recorded sort is larger than its binding's capacity.
+    #[error("a sort of {n} elements does not fit its binding's capacity of {capacity}: bind a larger capacity")]
+    OverCapacity {
+        /// Elements asked for.
+        n: u32,
+        /// The binding's capacity.
+        capacity: u32,
+    },
+
     /// The device lacks a feature that was asked for.
     #[error("this device cannot {what}: {fix}")]
     Unsupported {

@@ -46,6 +46,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod context;
+pub mod embed;
 pub mod error;
 pub mod keys;
 #[doc(hidden)]
@@ -60,6 +61,7 @@ pub mod sorter;
 pub use context::{
     list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType,
 };
+pub use embed::{BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
 pub use error::{Error, Result};
 pub use keys::{KeyKind, Order, SortKey};
 pub use record::BarrierFlavor;

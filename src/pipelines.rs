@@ -167,6 +167,7 @@ impl Kernels {
         limits: &DeviceLimits,
         payload: Payload,
         options: KernelOptions,
+        cache: vk::PipelineCache,
     ) -> Result<Kernels> {
         let (geometry, local_wg) = geometry_for(limits, payload, options)?;
         let mut kernels = Kernels {
@@ -179,12 +180,12 @@ impl Kernels {
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group).
         let local = [local_wg, geometry.tile(), geometry.fused];
-        kernels.tile_sort = create_pipeline(device, layout, spirv(PassKind::TileSort, payload), &local)?;
-        kernels.local_merge = create_pipeline(device, layout, spirv(PassKind::LocalMerge, payload), &local)?;
+        kernels.tile_sort = create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload), &local)?;
+        kernels.local_merge = create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload), &local)?;
         for m in 1..=geometry.fused {
             let global = [geometry.global_wg, geometry.tile(), m];
             kernels.global_merge[m as usize - 1] =
-                create_pipeline(device, layout, spirv(PassKind::GlobalMerge, payload), &global)?;
+                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload), &global)?;
         }
         Ok(kernels)
     }
@@ -202,6 +203,7 @@ impl Kernels {
 fn create_pipeline(
     device: &ash::Device,
     layout: vk::PipelineLayout,
+    cache: vk::PipelineCache,
     code: &[u32],
     data: &[u32; 3],
 ) -> Result<vk::Pipeline> {
@@ -216,9 +218,10 @@ fn create_pipeline(
         .name(c"main")
         .specialization_info(&specialization);
     let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
-    // SAFETY: the module and layout are live objects of `device`; the specialization data holds
-    // the three u32 constants the map entries describe.
-    let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
+    // SAFETY: the module and layout are live objects of `device`, the cache is null or the
+    // caller's live cache of `device`; the specialization data holds the three u32 constants the
+    // map entries describe.
+    let result = unsafe { device.create_compute_pipelines(cache, &info, None) };
     // SAFETY: a pipeline keeps no reference to the module it was created from.
     unsafe { device.destroy_shader_module(module, None) };
     match result {
@@ -258,8 +261,20 @@ impl Probes {
         let copy_wg = GLOBAL_WG.min(prev_power_of_two(limits.max_compute_work_group_invocations)).max(1);
         let mut probes =
             Probes { device: device.clone(), copy: vk::Pipeline::null(), empty: vk::Pipeline::null(), copy_wg };
-        probes.copy = create_pipeline(device, layouts.pipeline_layout, crate::shaders::COPY, &[copy_wg, 0, 0])?;
-        probes.empty = create_pipeline(device, layouts.pipeline_layout, crate::shaders::EMPTY, &[0, 0, 0])?;
+        probes.copy = create_pipeline(
+            device,
+            layouts.pipeline_layout,
+            vk::PipelineCache::null(),
+            crate::shaders::COPY,
+            &[copy_wg, 0, 0],
+        )?;
+        probes.empty = create_pipeline(
+            device,
+            layouts.pipeline_layout,
+            vk::PipelineCache::null(),
+            crate::shaders::EMPTY,
+            &[0, 0, 0],
+        )?;
         Ok(probes)
     }
 }

@@ -380,10 +380,8 @@ impl Sorter {
     /// enough that there are at least [`TILES_WANTED`] of them (down to [`SMALLEST_SIZED_TILE`]),
     /// so that small sorts still spread over many workgroups. Made on first use and kept.
     fn kernels(&mut self, payload: Payload, n: usize) -> Result<&Kernels> {
-        let per_tile = (n / TILES_WANTED).max(1);
-        let by_size = (1usize << (usize::BITS - 1 - per_tile.leading_zeros())).max(SMALLEST_SIZED_TILE as usize);
         let mut options = self.desc.kernel_options();
-        let by_size = u32::try_from(by_size).unwrap_or(u32::MAX);
+        let by_size = tile_for(n);
         options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
         let shared = &self.ctx.shared;
         let (geometry, _) = crate::pipelines::geometry_for(&shared.info.limits, payload, options)?;
@@ -391,7 +389,14 @@ impl Sorter {
         let index = match found {
             Some(i) => i,
             None => {
-                let kernels = Kernels::new(&shared.device, &self.layouts, &shared.info.limits, payload, options)?;
+                let kernels = Kernels::new(
+                    &shared.device,
+                    &self.layouts,
+                    &shared.info.limits,
+                    payload,
+                    options,
+                    vk::PipelineCache::null(),
+                )?;
                 self.kernels.push((payload, kernels));
                 self.kernels.len() - 1
             }
@@ -1088,6 +1093,15 @@ impl Sorter {
         };
         Ok((Some(total), pass_times))
     }
+}
+
+/// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above
+/// it), but small enough that there are at least [`TILES_WANTED`] tiles, down to
+/// [`SMALLEST_SIZED_TILE`].
+pub(crate) fn tile_for(n: usize) -> u32 {
+    let per_tile = (n / TILES_WANTED).max(1);
+    let by_size = (1usize << (usize::BITS - 1 - per_tile.leading_zeros())).max(SMALLEST_SIZED_TILE as usize);
+    u32::try_from(by_size).unwrap_or(u32::MAX)
 }
 
 /// The raw handle of a buffer slot (null when empty).

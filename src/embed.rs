@@ -1,0 +1,347 @@
+//! Embedding: record a sort into the caller's command buffer, on the caller's device, over the
+//! caller's buffers.
+//!
+//! A [`SortRecorder`] is made from the caller's `ash` instance, physical device and device (it
+//! never destroys them) and an optional pipeline cache. [`SortRecorder::bind`] checks a keys
+//! region (and optionally a values region) of the caller's buffers against the device's limits and
+//! writes one descriptor set for it, once. [`SortRecorder::record`] then records the whole sort
+//! into a command buffer the caller is recording: no device memory is allocated and no descriptor
+//! is written per record, so several sorts fit in one command buffer and one frame. The passes are
+//! recorded by the same code as the standalone [`crate::Sorter`]'s ([`crate::record::record_passes`]).
+//!
+//! # Contract
+//! - **Before** `record`: the caller's writes to the bound regions must be made available and
+//!   visible to `COMPUTE_SHADER` stage `SHADER_READ | SHADER_WRITE` accesses, for example with a
+//!   memory barrier from `TRANSFER`/`TRANSFER_WRITE` (a copy or fill) or
+//!   `COMPUTE_SHADER`/`SHADER_WRITE` (a compute pass) to `COMPUTE_SHADER`/`SHADER_READ |
+//!   SHADER_WRITE`.
+//! - **After** `record`: the sort's last writes are `COMPUTE_SHADER`/`SHADER_WRITE`; the caller
+//!   places a barrier from there to its consumer (`VERTEX_SHADER`/`SHADER_READ` to draw,
+//!   `TRANSFER`/`TRANSFER_READ` to copy out, `DRAW_INDIRECT` ...).
+//! - **State**: `record` binds compute pipelines, descriptor set 0 of the compute bind point, and
+//!   sets push constants (bytes 0..24, compute stage); the caller rebinds its own compute state
+//!   afterwards. Graphics state is untouched. Between passes it records
+//!   `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory barriers.
+//! - **Lifetimes**: the recorder and every binding must outlive the execution of each command
+//!   buffer they were recorded into; the bound buffers likewise. Drop the recorder only when the
+//!   device has finished that work, and before the device is destroyed.
+
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+use ash::vk;
+
+use crate::context::{describe, DeviceInfo};
+use crate::error::{Error, Result};
+use crate::keys::{key_flags, KeyKind, Order, SortKey};
+use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
+use crate::plan::{Plan, MAX_ELEMENTS};
+use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
+use crate::shaders::Payload;
+
+/// A region of one of the caller's buffers. The buffer must have been created with
+/// `STORAGE_BUFFER` usage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferRegion {
+    /// The buffer.
+    pub buffer: vk::Buffer,
+    /// Where the region starts, in bytes: a multiple of `minStorageBufferOffsetAlignment`.
+    pub offset: vk::DeviceSize,
+    /// The region's length in bytes; at least 4 x the binding's capacity.
+    pub size: vk::DeviceSize,
+}
+
+/// How to create a [`SortRecorder`].
+#[derive(Clone, Debug)]
+pub struct RecorderDesc {
+    /// The most bindings this recorder will make (each is one descriptor set). Default 16.
+    pub max_bindings: u32,
+    /// A pipeline cache of the caller's to create the pipelines through, or null.
+    pub pipeline_cache: vk::PipelineCache,
+    /// Caps the elements per tile (a power of two, at least 2); see [`crate::SorterDesc`].
+    pub max_tile: Option<u32>,
+    /// Caps the substages fused per global pass (1..=4); see [`crate::SorterDesc`].
+    pub max_fused_substages: Option<u32>,
+}
+
+impl Default for RecorderDesc {
+    fn default() -> RecorderDesc {
+        RecorderDesc {
+            max_bindings: 16,
+            pipeline_cache: vk::PipelineCache::null(),
+            max_tile: None,
+            max_fused_substages: None,
+        }
+    }
+}
+
+/// A bound pair of regions, made by [`SortRecorder::bind`]: one descriptor set, written once.
+#[derive(Debug)]
+pub struct SortBinding {
+    set: vk::DescriptorSet,
+    capacity: u32,
+    payload: Payload,
+    recorder: u64,
+}
+
+impl SortBinding {
+    /// The most elements a sort through this binding may take.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Whether values move with the keys.
+    pub fn pairs(&self) -> bool {
+        self.payload == Payload::Pairs
+    }
+}
+
+/// What one `record` recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// Passes recorded (0 when n < 2).
+    pub passes: usize,
+}
+
+static NEXT_RECORDER: AtomicU64 = AtomicU64::new(1);
+
+/// Records sorts into the caller's command buffers. See the [module docs](self) for the contract.
+pub struct SortRecorder {
+    // Field order is drop order: pipelines before the layouts they were made with.
+    kernels: Vec<(Payload, Kernels)>,
+    layouts: Layouts,
+    device: ash::Device,
+    info: DeviceInfo,
+    pool: vk::DescriptorPool,
+    bindings_left: u32,
+    options: KernelOptions,
+    cache: vk::PipelineCache,
+    id: u64,
+}
+
+impl std::fmt::Debug for SortRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SortRecorder").field("device", &self.info.name).finish_non_exhaustive()
+    }
+}
+
+impl SortRecorder {
+    /// Creates the layouts and a descriptor pool on the caller's device. Pipelines are made by
+    /// [`SortRecorder::bind`] (for the binding's capacity), never by `record`.
+    ///
+    /// # Safety
+    /// `physical_device` must belong to `instance` and `device` must have been created from it,
+    /// and all three must stay alive until the recorder is dropped. `desc.pipeline_cache` is null
+    /// or a pipeline cache of `device` used under the caller's external synchronisation rules.
+    pub unsafe fn new(
+        instance: &ash::Instance,
+        physical_device: vk::PhysicalDevice,
+        device: &ash::Device,
+        desc: &RecorderDesc,
+    ) -> Result<SortRecorder> {
+        // SAFETY: the caller guarantees `physical_device` belongs to the live `instance`.
+        let info = unsafe { describe(instance, 0, physical_device) };
+        let options =
+            KernelOptions { max_tile: desc.max_tile, max_fused: desc.max_fused_substages, local_workgroup_size: None };
+        // Validate the options before creating anything.
+        geometry_for(&info.limits, Payload::Pairs, options)?;
+        if desc.max_bindings == 0 {
+            return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
+        }
+        let layouts = Layouts::new(device)?;
+        let sizes = [vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::STORAGE_BUFFER,
+            descriptor_count: 2 * desc.max_bindings,
+        }];
+        let info_pool = vk::DescriptorPoolCreateInfo::default().max_sets(desc.max_bindings).pool_sizes(&sizes);
+        // SAFETY: `device` is live and the info complete.
+        let pool =
+            unsafe { device.create_descriptor_pool(&info_pool, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
+        Ok(SortRecorder {
+            kernels: Vec::new(),
+            layouts,
+            device: device.clone(),
+            info,
+            pool,
+            bindings_left: desc.max_bindings,
+            options,
+            cache: desc.pipeline_cache,
+            id: NEXT_RECORDER.fetch_add(1, AtomicOrdering::Relaxed),
+        })
+    }
+
+    /// The device as the recorder sees it (limits included).
+    pub fn device_info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Checks one region for `capacity` elements.
+    fn check_region(&self, what: &'static str, region: &BufferRegion, capacity: u32) -> Result<()> {
+        let alignment = self.info.limits.min_storage_buffer_offset_alignment.max(1);
+        if region.offset % alignment != 0 {
+            return Err(Error::MisalignedOffset { what, offset: region.offset, alignment });
+        }
+        let needed = u64::from(capacity) * 4;
+        if region.size < needed {
+            return Err(Error::BufferTooSmall { what, size: region.size, needed, capacity });
+        }
+        if region.buffer == vk::Buffer::null() {
+            return Err(Error::InvalidOption { name: what, value: "null".into(), reason: "must be a live buffer" });
+        }
+        Ok(())
+    }
+
+    /// Binds a keys region and, for pairs, a values region of the same capacity: checks both
+    /// (offset alignment, size, the device's limits), makes the pipelines for this capacity if
+    /// they do not exist yet, and writes one descriptor set. Sorts recorded through the binding
+    /// may take any n up to `capacity`.
+    pub fn bind(&mut self, keys: BufferRegion, values: Option<BufferRegion>, capacity: u32) -> Result<SortBinding> {
+        let limits = self.info.limits;
+        let bytes = u64::from(capacity) * 4;
+        let max =
+            (u64::from(limits.max_storage_buffer_range).min(limits.max_memory_allocation_size) / 4).min(MAX_ELEMENTS);
+        if u64::from(capacity) > max {
+            return Err(Error::TooLarge {
+                n: capacity as usize,
+                bytes,
+                limit: "maxStorageBufferRange",
+                value: u64::from(limits.max_storage_buffer_range),
+                max,
+            });
+        }
+        self.check_region("keys", &keys, capacity)?;
+        if let Some(v) = &values {
+            self.check_region("values", v, capacity)?;
+        }
+        if self.bindings_left == 0 {
+            return Err(Error::InvalidOption {
+                name: "max_bindings",
+                value: "exceeded".into(),
+                reason: "every binding of RecorderDesc::max_bindings is in use; create the recorder with more",
+            });
+        }
+        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
+        self.kernels_for_capacity(payload, capacity)?;
+        let set_layouts = [self.layouts.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&set_layouts);
+        // SAFETY: the pool has room (bindings_left > 0) and the layout is live.
+        let set =
+            unsafe { self.device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
+        self.bindings_left -= 1;
+        // Keys alone: binding 1 points at the keys too, so that every descriptor is valid.
+        let values = values.unwrap_or(keys);
+        let range = bytes.max(4);
+        let infos = [keys, values].map(|r| [vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range }]);
+        let writes = [0, 1].map(|b| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&infos[b as usize])
+        });
+        // SAFETY: the set was just allocated and is not in use; the regions were checked against
+        // the alignment limit and their sizes; the caller keeps the buffers alive (see Contract).
+        unsafe { self.device.update_descriptor_sets(&writes, &[]) };
+        Ok(SortBinding { set, capacity, payload, recorder: self.id })
+    }
+
+    /// The pipelines for sorts of up to `capacity` elements, made on first use.
+    fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32) -> Result<&Kernels> {
+        let options = self.sized_options(capacity);
+        let (geometry, _) = geometry_for(&self.info.limits, payload, options)?;
+        let index = match self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry) {
+            Some(i) => i,
+            None => {
+                let kernels =
+                    Kernels::new(&self.device, &self.layouts, &self.info.limits, payload, options, self.cache)?;
+                self.kernels.push((payload, kernels));
+                self.kernels.len() - 1
+            }
+        };
+        Ok(&self.kernels[index].1)
+    }
+
+    /// Tiles sized for the capacity, as the standalone sorter sizes them for n.
+    fn sized_options(&self, capacity: u32) -> KernelOptions {
+        let mut options = self.options;
+        let by_size = crate::sorter::tile_for(capacity as usize);
+        options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
+        options
+    }
+
+    /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
+    /// `cmd`, and returns what it recorded. Nothing is recorded for n < 2.
+    ///
+    /// # Safety
+    /// `cmd` must be a command buffer of this recorder's device in the recording state, outside a
+    /// render pass, for a queue family with compute. The Contract in the [module docs](self)
+    /// applies: barriers before and after, bound state, lifetimes.
+    pub unsafe fn record<K: SortKey>(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        n: u32,
+        order: Order,
+    ) -> Result<Recorded> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.record_kind(cmd, binding, n, K::KIND, order) }
+    }
+
+    /// [`SortRecorder::record`] with the key type as a value.
+    ///
+    /// # Safety
+    /// As [`SortRecorder::record`].
+    pub unsafe fn record_kind(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        n: u32,
+        kind: KeyKind,
+        order: Order,
+    ) -> Result<Recorded> {
+        if binding.recorder != self.id {
+            return Err(Error::InvalidOption {
+                name: "binding",
+                value: "from another recorder".into(),
+                reason: "a binding records only through the recorder that made it",
+            });
+        }
+        if n > binding.capacity {
+            return Err(Error::OverCapacity { n, capacity: binding.capacity });
+        }
+        if n < 2 {
+            return Ok(Recorded { passes: 0 });
+        }
+        let options = self.sized_options(binding.capacity);
+        let (geometry, _) = geometry_for(&self.info.limits, binding.payload, options)?;
+        let Some((_, kernels)) = self.kernels.iter().find(|(p, k)| *p == binding.payload && k.geometry == geometry)
+        else {
+            unreachable!("`bind` makes the pipelines of its capacity before the binding exists")
+        };
+        let plan = Plan::new(n, geometry, key_flags(kind, order));
+        record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
+        let mut encoder = VulkanEncoder {
+            device: &self.device,
+            cmd,
+            layout: self.layouts.pipeline_layout,
+            kernels,
+            pass_timestamps: None,
+            barrier: PassBarrier::Memory,
+        };
+        let options = RecordOptions {
+            max_groups_per_dispatch: self.info.limits.max_compute_work_group_count_x,
+            drop_barrier_before_pass: None,
+        };
+        record::record_passes(&mut encoder, &plan, &options);
+        Ok(Recorded { passes: plan.passes.len() })
+    }
+}
+
+impl Drop for SortRecorder {
+    fn drop(&mut self) {
+        self.kernels.clear();
+        // SAFETY: created on `device` by `new`; the caller has let every command buffer that uses
+        // the sets finish (Contract). Destroying the pool frees its sets.
+        unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
+        // `layouts` drops after this, destroying the pipeline and set layouts.
+    }
+}

@@ -1,0 +1,320 @@
+//! Embedding as a renderer would: the test makes its own instance (with the validation layer and
+//! synchronization validation), device, queue, buffers and command buffer, and records its own
+//! fill -> barrier -> sort -> sort -> barrier -> copy-out, with the sorted regions at non-zero
+//! offsets of one buffer. Results are checked against the standard library's sort; any
+//! error-severity validation message fails the test, including the leak report at device
+//! destruction.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Mutex;
+
+use ash::vk;
+use bitonic_vk::{BufferRegion, Error, Order, RecorderDesc, SortRecorder};
+use rand::{Rng, SeedableRng};
+
+static ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes valid callback data whose message is NUL-terminated, for the call.
+    let message = unsafe { data.as_ref() }
+        .filter(|d| !d.p_message.is_null())
+        // SAFETY: checked non-null above.
+        .map(|d| unsafe { CStr::from_ptr(d.p_message) }.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    eprintln!("[validation {severity:?}] {message}");
+    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+        ERRORS.lock().unwrap_or_else(|e| e.into_inner()).push(message);
+    }
+    vk::FALSE
+}
+
+/// A renderer's own Vulkan objects.
+struct Renderer {
+    _entry: ash::Entry,
+    instance: ash::Instance,
+    debug: ash::ext::debug_utils::Instance,
+    messenger: vk::DebugUtilsMessengerEXT,
+    physical: vk::PhysicalDevice,
+    device: ash::Device,
+    family: u32,
+    queue: vk::Queue,
+    memory_props: vk::PhysicalDeviceMemoryProperties,
+}
+
+impl Renderer {
+    fn new() -> Renderer {
+        // SAFETY: loads the system's Vulkan loader; kept alive in the struct.
+        let entry = unsafe { ash::Entry::load() }.expect("a Vulkan loader (libvulkan1)");
+        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+        let layers = [c"VK_LAYER_KHRONOS_validation".as_ptr()];
+        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
+        let info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&extensions)
+            .push_next(&mut features);
+        // SAFETY: every pointer in `info` outlives the call.
+        let instance =
+            unsafe { entry.create_instance(&info, None) }.expect("an instance with VK_LAYER_KHRONOS_validation");
+        let debug = ash::ext::debug_utils::Instance::new(&entry, &instance);
+        let messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(
+                vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+            )
+            .message_type(vk::DebugUtilsMessageTypeFlagsEXT::GENERAL | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION)
+            .pfn_user_callback(Some(on_message));
+        // SAFETY: the instance has VK_EXT_debug_utils; the callback uses no user data.
+        let messenger = unsafe { debug.create_debug_utils_messenger(&messenger_info, None) }.expect("messenger");
+        // SAFETY: the instance is live.
+        let physicals = unsafe { instance.enumerate_physical_devices() }.expect("devices");
+        let (physical, family) = physicals
+            .iter()
+            .find_map(|&pd| {
+                // SAFETY: `pd` was enumerated from the live instance.
+                let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+                families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).map(|i| (pd, i as u32))
+            })
+            .expect("a device with a compute queue");
+        let priorities = [1.0];
+        let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
+        let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+        // SAFETY: `physical` and `family` come from this instance.
+        let device = unsafe { instance.create_device(physical, &info, None) }.expect("device");
+        // SAFETY: queue 0 of `family` was requested.
+        let queue = unsafe { device.get_device_queue(family, 0) };
+        // SAFETY: `physical` belongs to the instance.
+        let memory_props = unsafe { instance.get_physical_device_memory_properties(physical) };
+        Renderer { _entry: entry, instance, debug, messenger, physical, device, family, queue, memory_props }
+    }
+
+    fn alignment(&self) -> u64 {
+        // SAFETY: `physical` belongs to the instance.
+        let props = unsafe { self.instance.get_physical_device_properties(self.physical) };
+        props.limits.min_storage_buffer_offset_alignment.max(1)
+    }
+
+    /// A buffer with memory of the given properties (host-visible memory is mapped).
+    fn buffer(&self, size: u64, usage: vk::BufferUsageFlags, props: vk::MemoryPropertyFlags) -> Buffer {
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage);
+        // SAFETY: a plain buffer of the live device.
+        let buffer = unsafe { self.device.create_buffer(&info, None) }.expect("buffer");
+        // SAFETY: `buffer` is live.
+        let req = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        let types = &self.memory_props.memory_types[..self.memory_props.memory_type_count as usize];
+        let type_index = types
+            .iter()
+            .enumerate()
+            .position(|(i, t)| req.memory_type_bits & (1 << i) != 0 && t.property_flags.contains(props))
+            .expect("a memory type") as u32;
+        let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index);
+        // SAFETY: a plain allocation of a type the buffer accepts.
+        let memory = unsafe { self.device.allocate_memory(&alloc, None) }.expect("memory");
+        // SAFETY: the memory satisfies the buffer's requirements; bound once.
+        unsafe { self.device.bind_buffer_memory(buffer, memory, 0) }.expect("bind");
+        let mapped = if props.contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
+            // SAFETY: host-visible memory, mapped once for its whole life.
+            unsafe { self.device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }.expect("map")
+                as *mut u8
+        } else {
+            std::ptr::null_mut()
+        };
+        Buffer { buffer, memory, mapped, size }
+    }
+
+    fn destroy(&self, b: Buffer) {
+        // SAFETY: the GPU is done with the buffer (the queue was waited for).
+        unsafe {
+            self.device.destroy_buffer(b.buffer, None);
+            self.device.free_memory(b.memory, None);
+        }
+    }
+}
+
+impl Drop for Renderer {
+    fn drop(&mut self) {
+        // SAFETY: every child object was destroyed by the test before this runs.
+        unsafe {
+            self.device.destroy_device(None);
+            self.debug.destroy_debug_utils_messenger(self.messenger, None);
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+struct Buffer {
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    mapped: *mut u8,
+    size: u64,
+}
+
+impl Buffer {
+    fn write(&self, offset: u64, words: &[u32]) {
+        assert!(offset + words.len() as u64 * 4 <= self.size);
+        // SAFETY: mapped host-coherent memory of `size` bytes, not in use by the GPU now.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                words.as_ptr() as *const u8,
+                self.mapped.add(offset as usize),
+                words.len() * 4,
+            )
+        };
+    }
+    fn read(&self, offset: u64, n: usize) -> Vec<u32> {
+        let mut out = vec![0u32; n];
+        // SAFETY: as above; the GPU finished writing (fence waited, host-read barrier recorded).
+        unsafe { std::ptr::copy_nonoverlapping(self.mapped.add(offset as usize), out.as_mut_ptr() as *mut u8, n * 4) };
+        out
+    }
+}
+
+fn barrier(
+    r: &Renderer,
+    cmd: vk::CommandBuffer,
+    src: (vk::PipelineStageFlags, vk::AccessFlags),
+    dst: (vk::PipelineStageFlags, vk::AccessFlags),
+) {
+    let m = [vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1)];
+    // SAFETY: `cmd` is recording, outside a render pass.
+    unsafe { r.device.cmd_pipeline_barrier(cmd, src.0, dst.0, vk::DependencyFlags::empty(), &m, &[], &[]) };
+}
+
+fn align(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}
+
+#[test]
+fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
+    let r = Renderer::new();
+    let a = r.alignment();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    // Sort 1: 3000 u32 keys with values, ascending. Sort 2: 1000 f32 keys, descending, of which
+    // 777 are sorted (n below the binding's capacity); the rest must stay untouched.
+    let (n1, cap2, n2) = (3000u32, 1000u32, 777u32);
+    let keys1: Vec<u32> = (0..n1).map(|_| rng.random_range(0..500)).collect();
+    let values1: Vec<u32> = (0..n1).collect();
+    let keys2: Vec<f32> = (0..cap2).map(|_| rng.random_range(-1e3f32..1e3)).collect();
+    let off_k1 = align(100, a);
+    let off_v1 = align(off_k1 + u64::from(n1) * 4 + 1, a);
+    let off_k2 = align(off_v1 + u64::from(n1) * 4 + 1, a);
+    let total = off_k2 + u64::from(cap2) * 4;
+    let storage = r.buffer(
+        total,
+        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+        vk::MemoryPropertyFlags::empty(),
+    );
+    let staging = r.buffer(
+        total,
+        vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+        vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+    );
+    staging.write(off_k1, &keys1);
+    staging.write(off_v1, &values1);
+    staging.write(off_k2, bytemuck::cast_slice(&keys2));
+
+    // SAFETY: the instance, physical device and device are live until the recorder is dropped.
+    let mut sorter =
+        unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &RecorderDesc::default()) }.expect("recorder");
+    let region = |offset: u64, n: u32| BufferRegion { buffer: storage.buffer, offset, size: u64::from(n) * 4 };
+    let b1 = sorter.bind(region(off_k1, n1), Some(region(off_v1, n1)), n1).expect("bind 1");
+    let b2 = sorter.bind(region(off_k2, cap2), None, cap2).expect("bind 2");
+
+    // Bad bindings are refused before anything is recorded.
+    if a > 1 {
+        let err = sorter.bind(region(off_k1 + 4, 10), None, 10).expect_err("misaligned");
+        assert!(matches!(err, Error::MisalignedOffset { .. }), "{err}");
+    }
+    let err = sorter.bind(region(off_k1, 10), None, 11).expect_err("too small");
+    assert!(matches!(err, Error::BufferTooSmall { needed: 44, .. }), "{err}");
+
+    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
+    // SAFETY: plain creation on the live device.
+    let pool = unsafe { r.device.create_command_pool(&pool_info, None) }.expect("pool");
+    let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+    // SAFETY: the pool is live.
+    let cmd = unsafe { r.device.allocate_command_buffers(&alloc) }.expect("cmd")[0];
+    let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+    // SAFETY: a fresh command buffer.
+    unsafe { r.device.begin_command_buffer(cmd, &begin) }.expect("begin");
+    let whole = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size: total }];
+    // SAFETY: both buffers hold `total` bytes and have the transfer usages.
+    unsafe { r.device.cmd_copy_buffer(cmd, staging.buffer, storage.buffer, &whole) };
+    barrier(
+        &r,
+        cmd,
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+    );
+    // Over capacity is refused, and records nothing.
+    // SAFETY: `cmd` is recording; contract barriers are in place.
+    let err = unsafe { sorter.record::<u32>(cmd, &b1, n1 + 1, Order::Ascending) }.expect_err("over capacity");
+    assert!(matches!(err, Error::OverCapacity { .. }), "{err}");
+    // SAFETY: as above; the recorder, bindings and buffers outlive the submission below.
+    let p1 = unsafe { sorter.record::<u32>(cmd, &b1, n1, Order::Ascending) }.expect("record 1");
+    // SAFETY: as above.
+    let p2 = unsafe { sorter.record::<f32>(cmd, &b2, n2, Order::Descending) }.expect("record 2");
+    assert!(p1.passes >= 1 && p2.passes >= 1);
+    barrier(
+        &r,
+        cmd,
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+    );
+    // SAFETY: as the upload copy.
+    unsafe { r.device.cmd_copy_buffer(cmd, storage.buffer, staging.buffer, &whole) };
+    barrier(
+        &r,
+        cmd,
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+    );
+    // SAFETY: recording began above.
+    unsafe { r.device.end_command_buffer(cmd) }.expect("end");
+    // SAFETY: plain creation.
+    let fence = unsafe { r.device.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence");
+    let cmds = [cmd];
+    let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+    // SAFETY: the command buffer is complete; the queue is used by this thread only.
+    unsafe { r.device.queue_submit(r.queue, &submit, fence) }.expect("submit");
+    // SAFETY: the fence is live.
+    unsafe { r.device.wait_for_fences(&[fence], true, 120_000_000_000) }.expect("wait");
+
+    let (got_k1, got_v1) = (staging.read(off_k1, n1 as usize), staging.read(off_v1, n1 as usize));
+    let mut expect1 = keys1.clone();
+    expect1.sort_unstable();
+    assert_eq!(got_k1, expect1);
+    let mut seen = vec![false; n1 as usize];
+    for (i, &v) in got_v1.iter().enumerate() {
+        assert!(!std::mem::replace(&mut seen[v as usize], true), "value {v} twice");
+        assert_eq!(keys1[v as usize], got_k1[i], "pair {i} split");
+    }
+    let got2: Vec<f32> = bytemuck::cast_slice(&staging.read(off_k2, cap2 as usize)).to_vec();
+    let mut expect2 = keys2[..n2 as usize].to_vec();
+    expect2.sort_unstable_by(|a, b| b.total_cmp(a));
+    assert_eq!(bytemuck::cast_slice::<f32, u32>(&got2[..n2 as usize]), bytemuck::cast_slice::<f32, u32>(&expect2));
+    assert_eq!(
+        bytemuck::cast_slice::<f32, u32>(&got2[n2 as usize..]),
+        bytemuck::cast_slice::<f32, u32>(&keys2[n2 as usize..]),
+        "elements past n were touched"
+    );
+
+    drop(sorter);
+    // SAFETY: the queue is idle (fence waited); nothing uses these any more.
+    unsafe {
+        r.device.destroy_fence(fence, None);
+        r.device.destroy_command_pool(pool, None);
+    }
+    r.destroy(storage);
+    r.destroy(staging);
+    // Destroying the device makes the layer report any object the recorder leaked.
+    drop(r);
+    let errors = ERRORS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+}
