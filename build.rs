@@ -49,6 +49,11 @@ const SHARED_CONSTANTS: &[(&str, u32, &str)] = &[
         0x10,
         "the kernel maps order images back to keys as it stores them (last pass of a sort)",
     ),
+    (
+        "FLAG_COUNT_FROM_BUFFER",
+        0x20,
+        "the sort takes min(n, the u32 bound at binding 2) elements, read on the GPU; n is then a bound",
+    ),
 ];
 
 /// Payload variants: every sorting kernel is compiled once per entry, with these macros defined.

@@ -4,11 +4,12 @@
 // 2^FUSED elements per invocation, held in registers (fused.glsl). dir = 1 when the first of them
 // is the stage's flip. Keys are already order images here: the first and last passes of a sort
 // are local kernels.
-// Push constants used: n, inc (a power of two), dir (0 or 1), group_offset.
+// Push constants used: n, inc (a power of two), dir (0 or 1), group_offset, flags (count).
 #include "common.glsl"
 #include "fused.glsl"
 
 void main() {
+    init_n();
     uint g = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
     uint low = pc.inc >> (FUSED - 1u);
     bool flip = pc.dir != 0u;
@@ -16,17 +17,17 @@ void main() {
         uint i = slot_index(g, s, low, FUSED, flip);
         r_key[s] = 0u;
         // Indices at or past n are virtual +infinity keys: never read, never written.
-        if (i < pc.n) {
+        if (i < N) {
             r_key[s] = keys[i];
 #ifdef PAIRS
             r_value[s] = values[i];
 #endif
         }
     }
-    run_slots(g, low, FUSED, flip, pc.n, true);
+    run_slots(g, low, FUSED, flip, N, true);
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
-        if (i < pc.n) {
+        if (i < N) {
             keys[i] = r_key[s];
 #ifdef PAIRS
             values[i] = r_value[s];

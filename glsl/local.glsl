@@ -25,11 +25,19 @@ uint tile_base() {
     return (gl_WorkGroupID.x + pc.group_offset) * TILE;
 }
 
-// Elements at global index >= n are virtual +infinity keys: never loaded, never stored (a tile
-// is dispatched only when its first element is real).
+// Sets N and says whether this workgroup's tile holds any real element. With a host count every
+// dispatched tile does; with a GPU-side count the tiles past it return at once (the whole
+// workgroup alike, so no barrier is skipped by part of it).
+bool tile_live(uint base) {
+    init_n();
+    return base < N;
+}
+
+// Elements at global index >= N are virtual +infinity keys: never loaded, never stored (a tile
+// whose first element is virtual returns before loading: see tile_live).
 void load_tile(uint base) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
-    uint live = min(pc.n - base, TILE);
+    uint live = min(N - base, TILE);
     for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
         uint g = base + i;
         uint k = keys[g];
@@ -43,7 +51,7 @@ void load_tile(uint base) {
 
 void store_tile(uint base) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
-    uint live = min(pc.n - base, TILE);
+    uint live = min(N - base, TILE);
     for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
         uint g = base + i;
         uint k = s_keys[swizzle(i)];

@@ -8,7 +8,10 @@
 
 void main() {
     uint base = tile_base();
+    if (!tile_live(base)) {
+        return;
+    }
     load_tile(base);
-    substages(pc.n - base, TILE >> 1, findMSB(TILE), false);
+    substages(N - base, TILE >> 1, findMSB(TILE), false);
     store_tile(base);
 }

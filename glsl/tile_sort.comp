@@ -8,9 +8,12 @@
 
 void main() {
     uint base = tile_base();
+    if (!tile_live(base)) {
+        return;
+    }
     load_tile(base);
     for (uint stage = 1u; stage <= pc.log_block; stage++) {
-        substages(pc.n - base, 1u << (stage - 1u), stage, true);
+        substages(N - base, 1u << (stage - 1u), stage, true);
     }
     store_tile(base);
 }

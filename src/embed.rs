@@ -35,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
 use crate::plan::{Plan, MAX_ELEMENTS};
+use crate::push::FLAG_COUNT_FROM_BUFFER;
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
 
@@ -48,6 +49,21 @@ pub struct BufferRegion {
     pub offset: vk::DeviceSize,
     /// The region's length in bytes; at least 4 x the binding's capacity.
     pub size: vk::DeviceSize,
+}
+
+/// What [`SortRecorder::bind`] binds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BindDesc {
+    /// The keys: 4 bytes each.
+    pub keys: BufferRegion,
+    /// For key+value sorts, the values (u32, one per key); `None` sorts keys alone.
+    pub values: Option<BufferRegion>,
+    /// A u32 element count written on the GPU (by an emission or culling pass, say) before the
+    /// sort runs; `None` takes the count given to `record`. At least 4 bytes.
+    pub count: Option<BufferRegion>,
+    /// The most elements any sort through this binding takes: fixed here, for the regions' sizes
+    /// and the pipelines.
+    pub capacity: u32,
 }
 
 /// How to create a [`SortRecorder`].
@@ -80,6 +96,7 @@ pub struct SortBinding {
     set: vk::DescriptorSet,
     capacity: u32,
     payload: Payload,
+    gpu_count: bool,
     recorder: u64,
 }
 
@@ -92,6 +109,11 @@ impl SortBinding {
     /// Whether values move with the keys.
     pub fn pairs(&self) -> bool {
         self.payload == Payload::Pairs
+    }
+
+    /// Whether sorts through it read their element count from the GPU.
+    pub fn gpu_count(&self) -> bool {
+        self.gpu_count
     }
 }
 
@@ -112,6 +134,9 @@ pub struct SortRecorder {
     device: ash::Device,
     info: DeviceInfo,
     pool: vk::DescriptorPool,
+    /// What binding 2 points at when a binding has no GPU-side count: 16 bytes no pass writes or
+    /// reads, so that split dispatches of one pass do not seem to race on an aliased binding.
+    placeholder: (vk::Buffer, vk::DeviceMemory),
     bindings_left: u32,
     options: KernelOptions,
     cache: vk::PipelineCache,
@@ -147,10 +172,19 @@ impl SortRecorder {
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
-        let layouts = Layouts::new(device)?;
+        // SAFETY: forwarded from the caller (live instance, device of that physical device).
+        let placeholder = unsafe { placeholder_buffer(instance, physical_device, device) }?;
+        let layouts = match Layouts::new(device) {
+            Ok(l) => l,
+            Err(e) => {
+                // SAFETY: just created on `device`, never used.
+                unsafe { destroy_placeholder(device, placeholder) };
+                return Err(e);
+            }
+        };
         let sizes = [vk::DescriptorPoolSize {
             ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: 2 * desc.max_bindings,
+            descriptor_count: 3 * desc.max_bindings,
         }];
         let info_pool = vk::DescriptorPoolCreateInfo::default().max_sets(desc.max_bindings).pool_sizes(&sizes);
         // SAFETY: `device` is live and the info complete.
@@ -162,6 +196,7 @@ impl SortRecorder {
             device: device.clone(),
             info,
             pool,
+            placeholder,
             bindings_left: desc.max_bindings,
             options,
             cache: desc.pipeline_cache,
@@ -174,7 +209,7 @@ impl SortRecorder {
         &self.info
     }
 
-    /// Checks one region for `capacity` elements.
+    /// Checks one region for `capacity` 4-byte words.
     fn check_region(&self, what: &'static str, region: &BufferRegion, capacity: u32) -> Result<()> {
         let alignment = self.info.limits.min_storage_buffer_offset_alignment.max(1);
         if region.offset % alignment != 0 {
@@ -190,11 +225,12 @@ impl SortRecorder {
         Ok(())
     }
 
-    /// Binds a keys region and, for pairs, a values region of the same capacity: checks both
-    /// (offset alignment, size, the device's limits), makes the pipelines for this capacity if
-    /// they do not exist yet, and writes one descriptor set. Sorts recorded through the binding
-    /// may take any n up to `capacity`.
-    pub fn bind(&mut self, keys: BufferRegion, values: Option<BufferRegion>, capacity: u32) -> Result<SortBinding> {
+    /// Binds a keys region and, for pairs, a values region of the same capacity, and optionally a
+    /// GPU-side count: checks each (offset alignment, size, the device's limits), makes the
+    /// pipelines for this capacity if they do not exist yet, and writes one descriptor set. Sorts
+    /// recorded through the binding may take any n up to `capacity`.
+    pub fn bind(&mut self, desc: &BindDesc) -> Result<SortBinding> {
+        let BindDesc { keys, values, count, capacity } = *desc;
         let limits = self.info.limits;
         let bytes = u64::from(capacity) * 4;
         let max =
@@ -212,6 +248,9 @@ impl SortRecorder {
         if let Some(v) = &values {
             self.check_region("values", v, capacity)?;
         }
+        if let Some(c) = &count {
+            self.check_region("count", c, 1)?;
+        }
         if self.bindings_left == 0 {
             return Err(Error::InvalidOption {
                 name: "max_bindings",
@@ -227,11 +266,11 @@ impl SortRecorder {
         let set =
             unsafe { self.device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
         self.bindings_left -= 1;
-        // Keys alone: binding 1 points at the keys too, so that every descriptor is valid.
-        let values = values.unwrap_or(keys);
-        let range = bytes.max(4);
-        let infos = [keys, values].map(|r| [vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range }]);
-        let writes = [0, 1].map(|b| {
+        // Unused bindings point somewhere valid: the values of keys alone at the keys (the kernels
+        // of keys alone do not declare binding 1), a host count's binding 2 at the placeholder.
+        let infos = [(keys, bytes.max(4)), (values.unwrap_or(keys), bytes.max(4)), (count.unwrap_or(keys), 4)]
+            .map(|(r, range)| [vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range }]);
+        let writes = [0, 1, 2].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
                 .dst_binding(b)
@@ -241,7 +280,7 @@ impl SortRecorder {
         // SAFETY: the set was just allocated and is not in use; the regions were checked against
         // the alignment limit and their sizes; the caller keeps the buffers alive (see Contract).
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
-        Ok(SortBinding { set, capacity, payload, recorder: self.id })
+        Ok(SortBinding { set, capacity, payload, gpu_count: count.is_some(), recorder: self.id })
     }
 
     /// The pipelines for sorts of up to `capacity` elements, made on first use.
@@ -269,7 +308,11 @@ impl SortRecorder {
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
-    /// `cmd`, and returns what it recorded. Nothing is recorded for n < 2.
+    /// `cmd`, and returns what it recorded. Nothing is recorded for n < 2. With a GPU-side count
+    /// the sort takes min(count, n) elements, the count read when the passes run: pass the
+    /// capacity as `n` to be bounded by the binding alone. A count above it is clamped to it;
+    /// workgroups whose elements are all past the count return at once, but every pass of a
+    /// sort of `n` is recorded and dispatched.
     ///
     /// # Safety
     /// `cmd` must be a command buffer of this recorder's device in the recording state, outside a
@@ -317,7 +360,8 @@ impl SortRecorder {
         else {
             unreachable!("`bind` makes the pipelines of its capacity before the binding exists")
         };
-        let plan = Plan::new(n, geometry, key_flags(kind, order));
+        let count_flag = if binding.gpu_count { FLAG_COUNT_FROM_BUFFER } else { 0 };
+        let plan = Plan::new(n, geometry, key_flags(kind, order) | count_flag);
         record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
         let mut encoder = VulkanEncoder {
             device: &self.device,
@@ -342,6 +386,61 @@ impl Drop for SortRecorder {
         // SAFETY: created on `device` by `new`; the caller has let every command buffer that uses
         // the sets finish (Contract). Destroying the pool frees its sets.
         unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
+        // SAFETY: as above; no set points at it any more.
+        unsafe { destroy_placeholder(&self.device, self.placeholder) };
         // `layouts` drops after this, destroying the pipeline and set layouts.
+    }
+}
+
+/// A 16-byte storage buffer with memory of its own, for [`SortRecorder`]'s unused binding 2.
+///
+/// # Safety
+/// `physical_device` belongs to the live `instance` and `device` was created from it.
+unsafe fn placeholder_buffer(
+    instance: &ash::Instance,
+    physical_device: vk::PhysicalDevice,
+    device: &ash::Device,
+) -> Result<(vk::Buffer, vk::DeviceMemory)> {
+    let info = vk::BufferCreateInfo::default().size(16).usage(vk::BufferUsageFlags::STORAGE_BUFFER);
+    // SAFETY: a plain buffer of the live device.
+    let buffer = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
+    // SAFETY: `buffer` is live; the caller vouches for `physical_device`.
+    let (requirements, memory) = unsafe {
+        (device.get_buffer_memory_requirements(buffer), instance.get_physical_device_memory_properties(physical_device))
+    };
+    let types = &memory.memory_types[..memory.memory_type_count as usize];
+    let accepted = |i: usize| requirements.memory_type_bits & (1 << i) != 0;
+    let index = (0..types.len())
+        .find(|&i| accepted(i) && types[i].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+        .or_else(|| (0..types.len()).find(|&i| accepted(i)));
+    let fail = |e: Error| {
+        // SAFETY: the buffer was created above and never used.
+        unsafe { device.destroy_buffer(buffer, None) };
+        e
+    };
+    let Some(index) = index else {
+        return Err(fail(Error::vk("vkAllocateMemory")(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)));
+    };
+    let alloc = vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(index as u32);
+    // SAFETY: a plain allocation of a type the buffer accepts.
+    let memory = unsafe { device.allocate_memory(&alloc, None) }.map_err(|e| fail(Error::vk("vkAllocateMemory")(e)))?;
+    // SAFETY: the memory meets the buffer's requirements and is bound once.
+    if let Err(e) = unsafe { device.bind_buffer_memory(buffer, memory, 0) } {
+        // SAFETY: allocated above, never used.
+        unsafe { device.free_memory(memory, None) };
+        return Err(fail(Error::vk("vkBindBufferMemory")(e)));
+    }
+    Ok((buffer, memory))
+}
+
+/// Destroys what [`placeholder_buffer`] made.
+///
+/// # Safety
+/// Both were made on `device` and no pending work uses them.
+unsafe fn destroy_placeholder(device: &ash::Device, (buffer, memory): (vk::Buffer, vk::DeviceMemory)) {
+    // SAFETY: the caller vouches that nothing uses them.
+    unsafe {
+        device.destroy_buffer(buffer, None);
+        device.free_memory(memory, None);
     }
 }

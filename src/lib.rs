@@ -16,6 +16,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Two ways in: [`Sorter`] sorts host slices on a device of its own ([`Context`]); [`SortRecorder`]
+//! records sorts into a renderer's command buffer, on its device and buffers (see [`embed`] for
+//! the contract: barriers before and after, the state it overwrites, lifetimes, the GPU-side
+//! count).
+//!
 //! # How it works
 //! - **Order images.** Every kernel compares `u32` images whose unsigned order is the key order:
 //!   `i32` flips the sign bit; `f32` flips the sign bit of positive numbers and every bit of
@@ -61,7 +66,7 @@ pub mod sorter;
 pub use context::{
     list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType,
 };
-pub use embed::{BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
+pub use embed::{BindDesc, BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
 pub use error::{Error, Result};
 pub use keys::{KeyKind, Order, SortKey};
 pub use record::BarrierFlavor;

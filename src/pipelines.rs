@@ -98,8 +98,9 @@ pub fn geometry_for(limits: &DeviceLimits, payload: Payload, options: KernelOpti
     Ok((geometry, local_wg))
 }
 
-/// The descriptor set layout (binding 0: keys, binding 1: values, both storage buffers) and the
-/// pipeline layout with the push-constant range, shared by every kernel.
+/// The descriptor set layout (binding 0: keys, binding 1: values, binding 2: the GPU-side count,
+/// all storage buffers) and the pipeline layout with the push-constant range, shared by every
+/// kernel. Bindings a sort does not use point at the keys, so that every descriptor is valid.
 pub(crate) struct Layouts {
     device: ash::Device,
     pub set_layout: vk::DescriptorSetLayout,
@@ -113,7 +114,7 @@ impl Layouts {
             set_layout: vk::DescriptorSetLayout::null(),
             pipeline_layout: vk::PipelineLayout::null(),
         };
-        let bindings = [0, 1].map(|binding| {
+        let bindings = [0, 1, 2].map(|binding| {
             vk::DescriptorSetLayoutBinding::default()
                 .binding(binding)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)

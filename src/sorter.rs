@@ -221,6 +221,9 @@ pub struct Sorter {
     /// Device copies of the input for [`Sorter::time_repeated`], made on first use.
     pristine_keys: Option<Buffer>,
     pristine_values: Option<Buffer>,
+    /// What binding 2 (the GPU-side count of embedded sorts, never read here) points at: a buffer
+    /// no pass writes, so that split dispatches of one pass do not seem to race on it.
+    count_placeholder: Option<Buffer>,
 }
 
 impl std::fmt::Debug for Sorter {
@@ -280,6 +283,7 @@ impl Sorter {
             staging_values: None,
             pristine_keys: None,
             pristine_values: None,
+            count_placeholder: None,
         };
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
         // Each creation below: `device` is live and the info is complete; every handle is stored
@@ -306,7 +310,7 @@ impl Sorter {
                 unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
             sorter.query_capacity = capacity;
         }
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 3 }];
         let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
         // SAFETY: see above.
         sorter.descriptor_pool =
@@ -317,6 +321,13 @@ impl Sorter {
         // SAFETY: the pool has room for exactly this one set.
         sorter.set =
             unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
+        sorter.count_placeholder = Some(Buffer::new(
+            shared,
+            "count placeholder",
+            16,
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            MemoryLocation::GpuOnly,
+        )?);
         Ok(sorter)
     }
 
@@ -1007,9 +1018,10 @@ impl Sorter {
         if self.bound == (keys, values) {
             return;
         }
-        let infos =
-            [keys, values].map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
-        let writes = [0, 1].map(|b| {
+        // Binding 2 (the GPU-side count of embedded sorts) is never read here.
+        let infos = [keys, values, raw(&self.count_placeholder)]
+            .map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
+        let writes = [0, 1, 2].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(self.set)
                 .dst_binding(b)
@@ -1145,6 +1157,7 @@ impl Drop for Sorter {
             &mut self.staging_values,
             &mut self.pristine_keys,
             &mut self.pristine_values,
+            &mut self.count_placeholder,
         ] {
             if let Some(mut b) = slot.take() {
                 b.destroy(&shared);

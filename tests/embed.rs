@@ -9,7 +9,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
 use ash::vk;
-use bitonic_vk::{BufferRegion, Error, Order, RecorderDesc, SortRecorder};
+use bitonic_vk::{BindDesc, BufferRegion, Error, Order, RecorderDesc, SortRecorder};
 use rand::{Rng, SeedableRng};
 
 static ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -196,15 +196,23 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     let a = r.alignment();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     // Sort 1: 3000 u32 keys with values, ascending. Sort 2: 1000 f32 keys, descending, of which
-    // 777 are sorted (n below the binding's capacity); the rest must stay untouched.
-    let (n1, cap2, n2) = (3000u32, 1000u32, 777u32);
+    // 777 are sorted (n below the binding's capacity); the rest must stay untouched. Sort 3: i32
+    // keys, capacity 2000, with a GPU-side count of 1234 written by the fill. Sort 4: capacity
+    // 300 with a GPU-side count of 99999, clamped to 300.
+    let (n1, cap2, n2, cap3, count3, cap4, count4) = (3000u32, 1000u32, 777u32, 2000u32, 1234u32, 300u32, 99999u32);
     let keys1: Vec<u32> = (0..n1).map(|_| rng.random_range(0..500)).collect();
     let values1: Vec<u32> = (0..n1).collect();
     let keys2: Vec<f32> = (0..cap2).map(|_| rng.random_range(-1e3f32..1e3)).collect();
+    let keys3: Vec<i32> = (0..cap3).map(|_| rng.random()).collect();
+    let keys4: Vec<u32> = (0..cap4).map(|_| rng.random()).collect();
     let off_k1 = align(100, a);
     let off_v1 = align(off_k1 + u64::from(n1) * 4 + 1, a);
     let off_k2 = align(off_v1 + u64::from(n1) * 4 + 1, a);
-    let total = off_k2 + u64::from(cap2) * 4;
+    let off_k3 = align(off_k2 + u64::from(cap2) * 4, a);
+    let off_c3 = align(off_k3 + u64::from(cap3) * 4, a);
+    let off_k4 = align(off_c3 + 4, a);
+    let off_c4 = align(off_k4 + u64::from(cap4) * 4, a);
+    let total = off_c4 + 4;
     let storage = r.buffer(
         total,
         vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
@@ -218,21 +226,42 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     staging.write(off_k1, &keys1);
     staging.write(off_v1, &values1);
     staging.write(off_k2, bytemuck::cast_slice(&keys2));
+    staging.write(off_k3, bytemuck::cast_slice(&keys3));
+    staging.write(off_c3, &[count3]);
+    staging.write(off_k4, &keys4);
+    staging.write(off_c4, &[count4]);
 
     // SAFETY: the instance, physical device and device are live until the recorder is dropped.
     let mut sorter =
         unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &RecorderDesc::default()) }.expect("recorder");
     let region = |offset: u64, n: u32| BufferRegion { buffer: storage.buffer, offset, size: u64::from(n) * 4 };
-    let b1 = sorter.bind(region(off_k1, n1), Some(region(off_v1, n1)), n1).expect("bind 1");
-    let b2 = sorter.bind(region(off_k2, cap2), None, cap2).expect("bind 2");
+    let keys_only = |keys, capacity| BindDesc { keys, values: None, count: None, capacity };
+    let b1 = sorter
+        .bind(&BindDesc { values: Some(region(off_v1, n1)), ..keys_only(region(off_k1, n1), n1) })
+        .expect("bind 1");
+    let b2 = sorter.bind(&keys_only(region(off_k2, cap2), cap2)).expect("bind 2");
+    let b3 = sorter
+        .bind(&BindDesc { count: Some(region(off_c3, 1)), ..keys_only(region(off_k3, cap3), cap3) })
+        .expect("bind 3");
+    let b4 = sorter
+        .bind(&BindDesc { count: Some(region(off_c4, 1)), ..keys_only(region(off_k4, cap4), cap4) })
+        .expect("bind 4");
+    assert!(b1.pairs() && !b2.pairs() && b3.gpu_count() && !b2.gpu_count());
 
     // Bad bindings are refused before anything is recorded.
     if a > 1 {
-        let err = sorter.bind(region(off_k1 + 4, 10), None, 10).expect_err("misaligned");
+        let err = sorter.bind(&keys_only(region(off_k1 + 4, 10), 10)).expect_err("misaligned");
         assert!(matches!(err, Error::MisalignedOffset { .. }), "{err}");
     }
-    let err = sorter.bind(region(off_k1, 10), None, 11).expect_err("too small");
+    let err = sorter.bind(&keys_only(region(off_k1, 10), 11)).expect_err("too small");
     assert!(matches!(err, Error::BufferTooSmall { needed: 44, .. }), "{err}");
+    let err = sorter
+        .bind(&BindDesc {
+            count: Some(BufferRegion { size: 2, ..region(off_c3, 1) }),
+            ..keys_only(region(off_k3, 8), 8)
+        })
+        .expect_err("count region too small");
+    assert!(matches!(err, Error::BufferTooSmall { what: "count", .. }), "{err}");
 
     let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
     // SAFETY: plain creation on the live device.
@@ -260,7 +289,11 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     let p1 = unsafe { sorter.record::<u32>(cmd, &b1, n1, Order::Ascending) }.expect("record 1");
     // SAFETY: as above.
     let p2 = unsafe { sorter.record::<f32>(cmd, &b2, n2, Order::Descending) }.expect("record 2");
-    assert!(p1.passes >= 1 && p2.passes >= 1);
+    // SAFETY: as above.
+    let p3 = unsafe { sorter.record::<i32>(cmd, &b3, cap3, Order::Ascending) }.expect("record 3");
+    // SAFETY: as above.
+    let p4 = unsafe { sorter.record::<u32>(cmd, &b4, cap4, Order::Ascending) }.expect("record 4");
+    assert!(p1.passes >= 1 && p2.passes >= 1 && p3.passes >= 1 && p4.passes >= 1);
     barrier(
         &r,
         cmd,
@@ -304,6 +337,19 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
         bytemuck::cast_slice::<f32, u32>(&keys2[n2 as usize..]),
         "elements past n were touched"
     );
+
+    // GPU-side count: the first 1234 sorted, the rest untouched; a count over the capacity
+    // clamped to it.
+    let got3: Vec<i32> = bytemuck::cast_slice(&staging.read(off_k3, cap3 as usize)).to_vec();
+    let mut expect3 = keys3[..count3 as usize].to_vec();
+    expect3.sort_unstable();
+    assert_eq!(&got3[..count3 as usize], &expect3[..]);
+    assert_eq!(&got3[count3 as usize..], &keys3[count3 as usize..], "elements past the GPU count were touched");
+    let got4 = staging.read(off_k4, cap4 as usize);
+    let mut expect4 = keys4.clone();
+    expect4.sort_unstable();
+    assert_eq!(got4, expect4);
+    assert_eq!(staging.read(off_c3, 1), [count3], "the count was written");
 
     drop(sorter);
     // SAFETY: the queue is idle (fence waited); nothing uses these any more.
