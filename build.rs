@@ -49,15 +49,13 @@ const SHARED_CONSTANTS: &[(&str, u32, &str)] = &[
         0x10,
         "the kernel maps order images back to keys as it stores them (last pass of a sort)",
     ),
-    (
-        "FLAG_COUNT_FROM_BUFFER",
-        0x20,
-        "the sort takes min(n, the u32 bound at binding 2) elements, read on the GPU; n is then a bound",
-    ),
 ];
 
-/// Payload variants: every sorting kernel is compiled once per entry, with these macros defined.
-const VARIANTS: &[(&str, &[&str])] = &[("keys", &[]), ("pairs", &["PAIRS"])];
+/// Variants: every sorting kernel is compiled once per entry, with these macros defined. The
+/// GPU_COUNT variants read the element count from binding 2; the others never mention it, so a
+/// host-counted sort runs exactly the code it ran before embedded sorts had a GPU-side count.
+const VARIANTS: &[(&str, &[&str])] =
+    &[("keys", &[]), ("pairs", &["PAIRS"]), ("keys_count", &["GPU_COUNT"]), ("pairs_count", &["PAIRS", "GPU_COUNT"])];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

@@ -17,19 +17,15 @@ layout(std430, set = 0, binding = 0) buffer Keys { uint keys[]; };
 #ifdef PAIRS
 layout(std430, set = 0, binding = 1) buffer Values { uint values[]; };
 #endif
-// The element count written by an earlier pass on the GPU, read with FLAG_COUNT_FROM_BUFFER.
+#ifdef GPU_COUNT
+// The element count written by an earlier pass on the GPU (the GPU_COUNT variants).
 layout(std430, set = 0, binding = 2) readonly buffer Count { uint count_word; };
-
-// Elements in this sort: pc.n, or with FLAG_COUNT_FROM_BUFFER the GPU-side count clamped to pc.n.
-// Indices at or past N are virtual +infinity keys. Set by init_n() at the top of every kernel.
-uint N;
-
-void init_n() {
-    N = pc.n;
-    if ((pc.flags & FLAG_COUNT_FROM_BUFFER) != 0u) {
-        N = min(count_word, pc.n);
-    }
-}
+// Elements in this sort: the GPU-side count clamped to pc.n, which is then a bound.
+#define N min(count_word, pc.n)
+#else
+// Elements in this sort. Indices at or past N are virtual +infinity keys.
+#define N pc.n
+#endif
 
 const uint SIGN = 0x80000000u;
 

@@ -9,7 +9,6 @@
 #include "fused.glsl"
 
 void main() {
-    init_n();
     uint g = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
     uint low = pc.inc >> (FUSED - 1u);
     bool flip = pc.dir != 0u;

@@ -25,12 +25,15 @@ uint tile_base() {
     return (gl_WorkGroupID.x + pc.group_offset) * TILE;
 }
 
-// Sets N and says whether this workgroup's tile holds any real element. With a host count every
-// dispatched tile does; with a GPU-side count the tiles past it return at once (the whole
-// workgroup alike, so no barrier is skipped by part of it).
+// Whether this workgroup's tile holds any real element. With a host count every dispatched tile
+// does; with a GPU-side count the tiles past it return at once (the whole workgroup alike, so no
+// barrier is skipped by part of it).
 bool tile_live(uint base) {
-    init_n();
+#ifdef GPU_COUNT
     return base < N;
+#else
+    return true;
+#endif
 }
 
 // Elements at global index >= N are virtual +infinity keys: never loaded, never stored (a tile

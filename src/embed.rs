@@ -35,7 +35,6 @@ use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
 use crate::plan::{Plan, MAX_ELEMENTS};
-use crate::push::FLAG_COUNT_FROM_BUFFER;
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
 
@@ -134,9 +133,6 @@ pub struct SortRecorder {
     device: ash::Device,
     info: DeviceInfo,
     pool: vk::DescriptorPool,
-    /// What binding 2 points at when a binding has no GPU-side count: 16 bytes no pass writes or
-    /// reads, so that split dispatches of one pass do not seem to race on an aliased binding.
-    placeholder: (vk::Buffer, vk::DeviceMemory),
     bindings_left: u32,
     options: KernelOptions,
     cache: vk::PipelineCache,
@@ -172,16 +168,7 @@ impl SortRecorder {
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
-        // SAFETY: forwarded from the caller (live instance, device of that physical device).
-        let placeholder = unsafe { placeholder_buffer(instance, physical_device, device) }?;
-        let layouts = match Layouts::new(device) {
-            Ok(l) => l,
-            Err(e) => {
-                // SAFETY: just created on `device`, never used.
-                unsafe { destroy_placeholder(device, placeholder) };
-                return Err(e);
-            }
-        };
+        let layouts = Layouts::new(device)?;
         let sizes = [vk::DescriptorPoolSize {
             ty: vk::DescriptorType::STORAGE_BUFFER,
             descriptor_count: 3 * desc.max_bindings,
@@ -196,7 +183,6 @@ impl SortRecorder {
             device: device.clone(),
             info,
             pool,
-            placeholder,
             bindings_left: desc.max_bindings,
             options,
             cache: desc.pipeline_cache,
@@ -259,15 +245,15 @@ impl SortRecorder {
             });
         }
         let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
-        self.kernels_for_capacity(payload, capacity)?;
+        self.kernels_for_capacity(payload, capacity, count.is_some())?;
         let set_layouts = [self.layouts.set_layout];
         let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&set_layouts);
         // SAFETY: the pool has room (bindings_left > 0) and the layout is live.
         let set =
             unsafe { self.device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
         self.bindings_left -= 1;
-        // Unused bindings point somewhere valid: the values of keys alone at the keys (the kernels
-        // of keys alone do not declare binding 1), a host count's binding 2 at the placeholder.
+        // Unused bindings point at the keys, so that every descriptor is valid: the kernels of keys
+        // alone do not declare binding 1, those of a host count not binding 2.
         let infos = [(keys, bytes.max(4)), (values.unwrap_or(keys), bytes.max(4)), (count.unwrap_or(keys), 4)]
             .map(|(r, range)| [vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range }]);
         let writes = [0, 1, 2].map(|b| {
@@ -284,14 +270,23 @@ impl SortRecorder {
     }
 
     /// The pipelines for sorts of up to `capacity` elements, made on first use.
-    fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32) -> Result<&Kernels> {
+    fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32, gpu_count: bool) -> Result<&Kernels> {
         let options = self.sized_options(capacity);
         let (geometry, _) = geometry_for(&self.info.limits, payload, options)?;
-        let index = match self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry) {
+        let found =
+            self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry && k.gpu_count == gpu_count);
+        let index = match found {
             Some(i) => i,
             None => {
-                let kernels =
-                    Kernels::new(&self.device, &self.layouts, &self.info.limits, payload, options, self.cache)?;
+                let kernels = Kernels::new(
+                    &self.device,
+                    &self.layouts,
+                    &self.info.limits,
+                    payload,
+                    options,
+                    self.cache,
+                    gpu_count,
+                )?;
                 self.kernels.push((payload, kernels));
                 self.kernels.len() - 1
             }
@@ -356,12 +351,14 @@ impl SortRecorder {
         }
         let options = self.sized_options(binding.capacity);
         let (geometry, _) = geometry_for(&self.info.limits, binding.payload, options)?;
-        let Some((_, kernels)) = self.kernels.iter().find(|(p, k)| *p == binding.payload && k.geometry == geometry)
+        let Some((_, kernels)) = self
+            .kernels
+            .iter()
+            .find(|(p, k)| *p == binding.payload && k.geometry == geometry && k.gpu_count == binding.gpu_count)
         else {
             unreachable!("`bind` makes the pipelines of its capacity before the binding exists")
         };
-        let count_flag = if binding.gpu_count { FLAG_COUNT_FROM_BUFFER } else { 0 };
-        let plan = Plan::new(n, geometry, key_flags(kind, order) | count_flag);
+        let plan = Plan::new(n, geometry, key_flags(kind, order));
         record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
         let mut encoder = VulkanEncoder {
             device: &self.device,
@@ -386,61 +383,6 @@ impl Drop for SortRecorder {
         // SAFETY: created on `device` by `new`; the caller has let every command buffer that uses
         // the sets finish (Contract). Destroying the pool frees its sets.
         unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
-        // SAFETY: as above; no set points at it any more.
-        unsafe { destroy_placeholder(&self.device, self.placeholder) };
         // `layouts` drops after this, destroying the pipeline and set layouts.
-    }
-}
-
-/// A 16-byte storage buffer with memory of its own, for [`SortRecorder`]'s unused binding 2.
-///
-/// # Safety
-/// `physical_device` belongs to the live `instance` and `device` was created from it.
-unsafe fn placeholder_buffer(
-    instance: &ash::Instance,
-    physical_device: vk::PhysicalDevice,
-    device: &ash::Device,
-) -> Result<(vk::Buffer, vk::DeviceMemory)> {
-    let info = vk::BufferCreateInfo::default().size(16).usage(vk::BufferUsageFlags::STORAGE_BUFFER);
-    // SAFETY: a plain buffer of the live device.
-    let buffer = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
-    // SAFETY: `buffer` is live; the caller vouches for `physical_device`.
-    let (requirements, memory) = unsafe {
-        (device.get_buffer_memory_requirements(buffer), instance.get_physical_device_memory_properties(physical_device))
-    };
-    let types = &memory.memory_types[..memory.memory_type_count as usize];
-    let accepted = |i: usize| requirements.memory_type_bits & (1 << i) != 0;
-    let index = (0..types.len())
-        .find(|&i| accepted(i) && types[i].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
-        .or_else(|| (0..types.len()).find(|&i| accepted(i)));
-    let fail = |e: Error| {
-        // SAFETY: the buffer was created above and never used.
-        unsafe { device.destroy_buffer(buffer, None) };
-        e
-    };
-    let Some(index) = index else {
-        return Err(fail(Error::vk("vkAllocateMemory")(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)));
-    };
-    let alloc = vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(index as u32);
-    // SAFETY: a plain allocation of a type the buffer accepts.
-    let memory = unsafe { device.allocate_memory(&alloc, None) }.map_err(|e| fail(Error::vk("vkAllocateMemory")(e)))?;
-    // SAFETY: the memory meets the buffer's requirements and is bound once.
-    if let Err(e) = unsafe { device.bind_buffer_memory(buffer, memory, 0) } {
-        // SAFETY: allocated above, never used.
-        unsafe { device.free_memory(memory, None) };
-        return Err(fail(Error::vk("vkBindBufferMemory")(e)));
-    }
-    Ok((buffer, memory))
-}
-
-/// Destroys what [`placeholder_buffer`] made.
-///
-/// # Safety
-/// Both were made on `device` and no pending work uses them.
-unsafe fn destroy_placeholder(device: &ash::Device, (buffer, memory): (vk::Buffer, vk::DeviceMemory)) {
-    // SAFETY: the caller vouches that nothing uses them.
-    unsafe {
-        device.destroy_buffer(buffer, None);
-        device.free_memory(memory, None);
     }
 }

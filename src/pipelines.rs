@@ -159,6 +159,8 @@ pub(crate) struct Kernels {
     local_merge: vk::Pipeline,
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
+    /// Whether the kernels are the GPU_COUNT variants, which read the element count from binding 2.
+    pub gpu_count: bool,
 }
 
 impl Kernels {
@@ -169,6 +171,7 @@ impl Kernels {
         payload: Payload,
         options: KernelOptions,
         cache: vk::PipelineCache,
+        gpu_count: bool,
     ) -> Result<Kernels> {
         let (geometry, local_wg) = geometry_for(limits, payload, options)?;
         let mut kernels = Kernels {
@@ -177,16 +180,19 @@ impl Kernels {
             local_merge: vk::Pipeline::null(),
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
+            gpu_count,
         };
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group).
         let local = [local_wg, geometry.tile(), geometry.fused];
-        kernels.tile_sort = create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload), &local)?;
-        kernels.local_merge = create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload), &local)?;
+        kernels.tile_sort =
+            create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, gpu_count), &local)?;
+        kernels.local_merge =
+            create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload, gpu_count), &local)?;
         for m in 1..=geometry.fused {
             let global = [geometry.global_wg, geometry.tile(), m];
             kernels.global_merge[m as usize - 1] =
-                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload), &global)?;
+                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload, gpu_count), &global)?;
         }
         Ok(kernels)
     }

@@ -221,9 +221,6 @@ pub struct Sorter {
     /// Device copies of the input for [`Sorter::time_repeated`], made on first use.
     pristine_keys: Option<Buffer>,
     pristine_values: Option<Buffer>,
-    /// What binding 2 (the GPU-side count of embedded sorts, never read here) points at: a buffer
-    /// no pass writes, so that split dispatches of one pass do not seem to race on it.
-    count_placeholder: Option<Buffer>,
 }
 
 impl std::fmt::Debug for Sorter {
@@ -283,7 +280,6 @@ impl Sorter {
             staging_values: None,
             pristine_keys: None,
             pristine_values: None,
-            count_placeholder: None,
         };
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
         // Each creation below: `device` is live and the info is complete; every handle is stored
@@ -321,13 +317,6 @@ impl Sorter {
         // SAFETY: the pool has room for exactly this one set.
         sorter.set =
             unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
-        sorter.count_placeholder = Some(Buffer::new(
-            shared,
-            "count placeholder",
-            16,
-            vk::BufferUsageFlags::STORAGE_BUFFER,
-            MemoryLocation::GpuOnly,
-        )?);
         Ok(sorter)
     }
 
@@ -407,6 +396,7 @@ impl Sorter {
                     payload,
                     options,
                     vk::PipelineCache::null(),
+                    false,
                 )?;
                 self.kernels.push((payload, kernels));
                 self.kernels.len() - 1
@@ -1018,9 +1008,10 @@ impl Sorter {
         if self.bound == (keys, values) {
             return;
         }
-        // Binding 2 (the GPU-side count of embedded sorts) is never read here.
-        let infos = [keys, values, raw(&self.count_placeholder)]
-            .map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
+        // Binding 2 (the GPU-side count of embedded sorts) is not declared by the kernels used here;
+        // it points at the keys so that every descriptor of the set is valid.
+        let infos =
+            [keys, values, keys].map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
         let writes = [0, 1, 2].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(self.set)
@@ -1157,7 +1148,6 @@ impl Drop for Sorter {
             &mut self.staging_values,
             &mut self.pristine_keys,
             &mut self.pristine_values,
-            &mut self.count_placeholder,
         ] {
             if let Some(mut b) = slot.take() {
                 b.destroy(&shared);
