@@ -541,6 +541,14 @@ impl Context {
         }
     }
 
+    /// Device memory held through this context's allocator: (bytes in live allocations, bytes in
+    /// the memory blocks they live in). Sorters' buffers grow to the largest input and are then
+    /// reused, so after a warm-up both stay flat (the soak test checks it).
+    pub fn allocated_bytes(&self) -> (u64, u64) {
+        let report = self.shared.allocator().generate_report();
+        (report.total_allocated_bytes, report.total_capacity_bytes)
+    }
+
     /// A sorter on this context with the default options.
     pub fn sorter(&self) -> Result<Sorter> {
         Sorter::new(self, &SorterDesc::default())
