@@ -34,7 +34,7 @@ use crate::context::{describe, DeviceInfo};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
-use crate::plan::{Plan, MAX_ELEMENTS};
+use crate::plan::Plan;
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::Payload;
 
@@ -217,25 +217,34 @@ impl SortRecorder {
     /// recorded through the binding may take any n up to `capacity`.
     pub fn bind(&mut self, desc: &BindDesc) -> Result<SortBinding> {
         let BindDesc { keys, values, count, capacity } = *desc;
-        let limits = self.info.limits;
         let bytes = u64::from(capacity) * 4;
-        let max =
-            (u64::from(limits.max_storage_buffer_range).min(limits.max_memory_allocation_size) / 4).min(MAX_ELEMENTS);
-        if u64::from(capacity) > max {
-            return Err(Error::TooLarge {
-                n: capacity as usize,
-                bytes,
-                limit: "maxStorageBufferRange",
-                value: u64::from(limits.max_storage_buffer_range),
-                max,
-            });
+        if capacity == 0 {
+            return Err(Error::InvalidOption { name: "capacity", value: "0".into(), reason: "must be at least 1" });
         }
+        crate::sorter::check_size(&self.info.limits, capacity as usize)?;
         self.check_region("keys", &keys, capacity)?;
+        let mut written = vec![("keys", keys, bytes)];
         if let Some(v) = &values {
             self.check_region("values", v, capacity)?;
+            written.push(("values", *v, bytes));
         }
         if let Some(c) = &count {
             self.check_region("count", c, 1)?;
+        }
+        // The passes write the first `capacity` elements of keys and values; the count must not
+        // change under them (every workgroup must see the same count), nor keys overlap values.
+        let overlaps = |a: &BufferRegion, a_len: u64, b: &BufferRegion, b_len: u64| {
+            a.buffer == b.buffer && a.offset < b.offset + b_len && b.offset < a.offset + a_len
+        };
+        if let Some(v) = &values {
+            if overlaps(&keys, bytes, v, bytes) {
+                return Err(Error::OverlappingRegions { first: "keys", second: "values" });
+            }
+        }
+        if let Some(c) = &count {
+            if let Some((what, _, _)) = written.iter().find(|(_, r, len)| overlaps(r, *len, c, 4)) {
+                return Err(Error::OverlappingRegions { first: what, second: "count" });
+            }
         }
         if self.bindings_left == 0 {
             return Err(Error::InvalidOption {
@@ -305,9 +314,10 @@ impl SortRecorder {
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
     /// `cmd`, and returns what it recorded. Nothing is recorded for n < 2. With a GPU-side count
     /// the sort takes min(count, n) elements, the count read when the passes run: pass the
-    /// capacity as `n` to be bounded by the binding alone. A count above it is clamped to it;
-    /// workgroups whose elements are all past the count return at once, but every pass of a
-    /// sort of `n` is recorded and dispatched.
+    /// capacity as `n` to be bounded by the binding alone (a count above n is clamped to n).
+    /// Workgroups of the local kernels whose tile lies wholly past the count return at once;
+    /// every pass of a sort of `n` is still recorded and dispatched, and the global passes test
+    /// each element against the count.
     ///
     /// # Safety
     /// `cmd` must be a command buffer of this recorder's device in the recording state, outside a

@@ -139,6 +139,15 @@ pub enum Error {
         capacity: u32,
     },
 
+    /// Two regions of one binding share bytes.
+    #[error("the {first} and {second} regions overlap: they must not share bytes")]
+    OverlappingRegions {
+        /// One region.
+        first: &'static str,
+        /// The other.
+        second: &'static str,
+    },
+
     /// A recorded sort is larger than its binding's capacity.
     #[error("a sort of {n} elements does not fit its binding's capacity of {capacity}: bind a larger capacity")]
     OverCapacity {

@@ -302,7 +302,8 @@ pub(crate) fn timestamp(
     pool: vk::QueryPool,
     query: u32,
 ) {
-    // SAFETY: the query was reset earlier in this command buffer and the queue family supports
-    // timestamps (the sorter creates the pool only then).
+    // SAFETY: the query was reset earlier in this command buffer or in an earlier submission that
+    // has completed, and the queue family supports timestamps (the sorter creates the pool only
+    // then).
     unsafe { device.cmd_write_timestamp(cmd, stage, pool, query) };
 }

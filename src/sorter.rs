@@ -212,8 +212,6 @@ pub struct Sorter {
     query_capacity: u32,
     descriptor_pool: vk::DescriptorPool,
     set: vk::DescriptorSet,
-    /// The buffers the descriptor set points at.
-    bound: (vk::Buffer, vk::Buffer),
     keys: Option<Buffer>,
     values: Option<Buffer>,
     staging_keys: Option<Buffer>,
@@ -273,7 +271,6 @@ impl Sorter {
             query_capacity: 0,
             descriptor_pool: vk::DescriptorPool::null(),
             set: vk::DescriptorSet::null(),
-            bound: (vk::Buffer::null(), vk::Buffer::null()),
             keys: None,
             values: None,
             staging_keys: None,
@@ -333,8 +330,7 @@ impl Sorter {
 
     /// The most elements one call can sort on this device.
     pub fn max_elements(&self) -> u64 {
-        let l = &self.ctx.shared.info.limits;
-        (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4).min(MAX_ELEMENTS)
+        max_elements(&self.ctx.shared.info.limits)
     }
 
     /// The passes a sort of `n` elements records.
@@ -360,20 +356,7 @@ impl Sorter {
     }
 
     fn check_size(&self, n: usize) -> Result<()> {
-        let l = &self.ctx.shared.info.limits;
-        let bytes = n as u64 * 4;
-        let max = self.max_elements();
-        let exceeded = [
-            ("maxStorageBufferRange", u64::from(l.max_storage_buffer_range)),
-            ("maxMemoryAllocationSize", l.max_memory_allocation_size),
-            ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * 4),
-        ]
-        .into_iter()
-        .find(|(_, value)| bytes > *value);
-        match exceeded {
-            Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max }),
-            None => Ok(()),
-        }
+        check_size(&self.ctx.shared.info.limits, n)
     }
 
     /// The kernels for a sort of n elements: tiles as large as shared memory allows, but small
@@ -538,7 +521,8 @@ impl Sorter {
     /// The first `count` timestamps of the last submission.
     fn read_ticks(&self, count: usize) -> Result<Vec<u64>> {
         let mut ticks = vec![0u64; count];
-        // SAFETY: the caller's submission reset and wrote these queries and was waited for.
+        // SAFETY: the caller's submissions (this one or an earlier, completed one) reset these
+        // queries, the last one wrote them, and it was waited for.
         unsafe {
             self.ctx.shared.device.get_query_pool_results(
                 self.queries,
@@ -1004,10 +988,9 @@ impl Sorter {
         PassStudy { plan, pass_times, totals, wall }
     }
 
+    /// Points the descriptor set at the buffers. Always written, even for the same handles: a
+    /// buffer replaced by `ensure` may come back with the handle value of the one destroyed.
     fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
-        if self.bound == (keys, values) {
-            return;
-        }
         // Binding 2 (the GPU-side count of embedded sorts) is not declared by the kernels used here;
         // it points at the keys so that every descriptor of the set is valid.
         let infos =
@@ -1022,7 +1005,6 @@ impl Sorter {
         // SAFETY: the set is not in use by the GPU (the previous submission was waited for) and
         // both buffers are live storage buffers.
         unsafe { self.ctx.shared.device.update_descriptor_sets(&writes, &[]) };
-        self.bound = (keys, values);
     }
 
     /// Records one sort: upload, every pass of `plan`, download, with timestamps where the queue
@@ -1095,6 +1077,27 @@ impl Sorter {
             Vec::new()
         };
         Ok((Some(total), pass_times))
+    }
+}
+
+/// The most elements one buffer binding of this device holds (and the shaders can index).
+pub(crate) fn max_elements(l: &crate::context::DeviceLimits) -> u64 {
+    (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4).min(MAX_ELEMENTS)
+}
+
+/// `TooLarge`, naming the first limit n elements exceed, if any.
+pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize) -> Result<()> {
+    let bytes = n as u64 * 4;
+    let exceeded = [
+        ("maxStorageBufferRange", u64::from(l.max_storage_buffer_range)),
+        ("maxMemoryAllocationSize", l.max_memory_allocation_size),
+        ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * 4),
+    ]
+    .into_iter()
+    .find(|(_, value)| bytes > *value);
+    match exceeded {
+        Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max: max_elements(l) }),
+        None => Ok(()),
     }
 }
 

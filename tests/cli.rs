@@ -394,6 +394,7 @@ fn passes_refuses_bad_arguments() {
         (&["--sync", "never"], "never"),
         (&["--barrier", "none"], "none"),
         (&["--reps", "0"], "reps"),
+        (&["--compare", "--max-fused", "1"], "--max-fused"),
     ] {
         bitonic().arg("passes").args(args).assert().code(2).stderr(predicate::str::contains(message));
     }

@@ -262,6 +262,16 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
         })
         .expect_err("count region too small");
     assert!(matches!(err, Error::BufferTooSmall { what: "count", .. }), "{err}");
+    let err = sorter
+        .bind(&BindDesc { count: Some(region(off_k3 + 4 * a, 1)), ..keys_only(region(off_k3, cap3), cap3) })
+        .expect_err("count inside the keys");
+    assert!(matches!(err, Error::OverlappingRegions { first: "keys", second: "count" }), "{err}");
+    let err = sorter
+        .bind(&BindDesc { values: Some(region(off_k1 + a, 100)), ..keys_only(region(off_k1, 100), 100) })
+        .expect_err("values overlapping the keys");
+    assert!(matches!(err, Error::OverlappingRegions { .. }), "{err}");
+    let err = sorter.bind(&keys_only(region(off_k1, 10), 0)).expect_err("capacity 0");
+    assert!(matches!(err, Error::InvalidOption { name: "capacity", .. }), "{err}");
 
     let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
     // SAFETY: plain creation on the live device.

@@ -32,12 +32,8 @@ fn sort_and_check<K: SortKey + Copy + std::fmt::Debug>(
     let input: Vec<K> = bytemuck::cast_slice(bits).to_vec();
     let mut keys = input.clone();
     let mut values: Vec<u32> = (0..bits.len() as u32).collect();
-    if pairs {
-        sorter.sort_pairs(&mut keys, &mut values, order)
-    } else {
-        sorter.sort(&mut keys, order)
-    }
-    .unwrap_or_else(|e| panic!("{label}: {e}"));
+    if pairs { sorter.sort_pairs(&mut keys, &mut values, order) } else { sorter.sort(&mut keys, order) }
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
     let mut expect = input.clone();
     expect.sort_unstable_by(|a, b| if order == Order::Ascending { cmp(a, b) } else { cmp(b, a) });
     let (got, want): (&[u32], &[u32]) = (bytemuck::cast_slice(&keys), bytemuck::cast_slice(&expect));
@@ -64,7 +60,13 @@ fn ten_thousand_random_sorts_with_flat_memory() {
     let mut baseline = None;
     for i in 0..sorts.max(WARM_UP + 1) {
         // The first two sorts take the largest size, keys then pairs.
-        let n = if i < 2 { MAX_N } else if rng.random_bool(0.1) { rng.random_range(0..8) } else { rng.random_range(0..=MAX_N) };
+        let n = if i < 2 {
+            MAX_N
+        } else if rng.random_bool(0.1) {
+            rng.random_range(0..8)
+        } else {
+            rng.random_range(0..=MAX_N)
+        };
         let pairs = if i < 2 { i == 1 } else { rng.random_bool(0.5) };
         let order = if rng.random_bool(0.5) { Order::Ascending } else { Order::Descending };
         let kind = rng.random_range(0..3);

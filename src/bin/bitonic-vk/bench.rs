@@ -18,7 +18,7 @@ use crate::{Failure, GpuArgs, OrderArg};
 #[derive(Args)]
 pub struct BenchArgs {
     /// Sizes: a comma-separated list of numbers, powers such as 2^20, and doubling ranges such as
-    /// 2^10..2^24 [default: 2^10..2^24, capped by the device's limits, and at 2^20 on a CPU device].
+    /// 2^10..2^24 [default: 2^10..2^24, capped by the device's limits, and at 2^18 on a CPU device].
     #[arg(long, value_parser = parse_sizes, value_name = "LIST")]
     sizes: Option<SizeList>,
     /// Key types, comma-separated.
@@ -170,7 +170,11 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         None => {
             let cap = if cpu_device { CPU_DEVICE_CAP } else { 1 << 24 };
             let sizes: Vec<u64> = (10..=24).map(|k| 1u64 << k).filter(|&n| n <= cap.min(max)).collect();
-            let top = sizes.last().copied().unwrap_or(0);
+            let Some(&top) = sizes.last() else {
+                return Err(Failure::Run(anyhow!(
+                    "this device holds at most {max} elements per buffer, below the smallest default size (2^10): choose --sizes"
+                )));
+            };
             if cpu_device {
                 println!(
                     "note: the default sizes stop at 2^{} on a CPU device; choose others with --sizes",
@@ -184,7 +188,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     };
     // The pass model: bytes per pass over a vec4 copy's bandwidth, plus a dispatch and a barrier
     // per pass, both measured here and now.
-    let calibration_size = if cpu_device { 1 << 20 } else { (1u64 << 24).min(max) } as usize;
+    let calibration_size = if cpu_device { 1u64 << 20 } else { 1u64 << 24 }.min(max) as usize;
     let calibration =
         sorter.calibrate(calibration_size, if cpu_device { 50 } else { 500 }, if cpu_device { 3 } else { 10 })?;
     if let Some(c) = &calibration {

@@ -47,8 +47,9 @@ pub struct PassesArgs {
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
     /// Run every strategy (each barrier flavour, a submit per pass, unfused) and the empty-dispatch
-    /// chains, and print a summary; the per-pass table is the one --sync/--barrier choose.
-    #[arg(long)]
+    /// chains, and print a summary; the per-pass table is the one --sync/--barrier choose. It runs
+    /// fused and unfused itself, so it takes no --max-fused.
+    #[arg(long, conflicts_with = "max_fused")]
     compare: bool,
     /// Sorts timed per strategy (medians per pass are over these).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=200))]
