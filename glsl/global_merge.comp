@@ -9,6 +9,7 @@
 #include "fused.glsl"
 
 void main() {
+    uint batch = batch_base();
     uint g = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
     uint low = pc.inc >> (FUSED - 1u);
     bool flip = pc.dir != 0u;
@@ -17,9 +18,9 @@ void main() {
         r_key[s] = 0u;
         // Indices at or past n are virtual +infinity keys: never read, never written.
         if (i < N) {
-            r_key[s] = keys[i];
+            r_key[s] = keys[batch + i];
 #ifdef PAIRS
-            r_value[s] = values[i];
+            r_value[s] = values[batch + i];
 #endif
         }
     }
@@ -27,9 +28,9 @@ void main() {
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
         if (i < N) {
-            keys[i] = r_key[s];
+            keys[batch + i] = r_key[s];
 #ifdef PAIRS
-            values[i] = r_value[s];
+            values[batch + i] = r_value[s];
 #endif
         }
     }

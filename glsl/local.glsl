@@ -41,8 +41,9 @@ bool tile_live(uint base) {
 void load_tile(uint base) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     uint live = min(N - base, TILE);
+    uint batch = batch_base();
     for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
-        uint g = base + i;
+        uint g = batch + base + i;
         uint k = keys[g];
         s_keys[swizzle(i)] = map ? to_image(k) : k;
 #ifdef PAIRS
@@ -55,8 +56,9 @@ void load_tile(uint base) {
 void store_tile(uint base) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
     uint live = min(N - base, TILE);
+    uint batch = batch_base();
     for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
-        uint g = base + i;
+        uint g = batch + base + i;
         uint k = s_keys[swizzle(i)];
         keys[g] = map ? from_image(k) : k;
 #ifdef PAIRS

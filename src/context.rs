@@ -130,6 +130,8 @@ pub struct DeviceLimits {
     pub max_compute_shared_memory_size: u32,
     /// `maxComputeWorkGroupCount[0]`: the most workgroups in one dispatch.
     pub max_compute_work_group_count_x: u32,
+    /// `maxComputeWorkGroupCount[1]`: the most arrays one batched sort takes.
+    pub max_compute_work_group_count_y: u32,
     /// maxComputeWorkGroupInvocations.
     pub max_compute_work_group_invocations: u32,
     /// `maxComputeWorkGroupSize[0]`.
@@ -370,6 +372,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
         limits: DeviceLimits {
             max_compute_shared_memory_size: l.max_compute_shared_memory_size,
             max_compute_work_group_count_x: l.max_compute_work_group_count[0],
+            max_compute_work_group_count_y: l.max_compute_work_group_count[1],
             max_compute_work_group_invocations: l.max_compute_work_group_invocations,
             max_compute_work_group_size_x: l.max_compute_work_group_size[0],
             max_storage_buffer_range: l.max_storage_buffer_range,

@@ -7,7 +7,9 @@
 //! writes one descriptor set for it, once. [`SortRecorder::record`] then records the whole sort
 //! into a command buffer the caller is recording: no device memory is allocated and no descriptor
 //! is written per record, so several sorts fit in one command buffer and one frame. The passes are
-//! recorded by the same code as the standalone [`crate::Sorter`]'s ([`crate::record::record_passes`]).
+//! recorded by the same code as the standalone [`crate::Sorter`]'s ([`crate::record::record_passes`]),
+//! with batched builds of the kernels ([`SortRecorder::record_batches`] sorts many equal-length
+//! arrays in one sequence of passes).
 //!
 //! # Contract
 //! - **Before** `record`: the caller's writes to the bound regions must be made available and
@@ -36,7 +38,16 @@ use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
 use crate::plan::Plan;
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
-use crate::shaders::Payload;
+use crate::shaders::{Payload, Variant};
+
+/// Embedded sorts use the batched kernels, reading a GPU-side count or not.
+fn variant(gpu_count: bool) -> Variant {
+    if gpu_count {
+        Variant::BatchedCount
+    } else {
+        Variant::Batched
+    }
+}
 
 /// A region of one of the caller's buffers. The buffer must have been created with
 /// `STORAGE_BUFFER` usage.
@@ -280,10 +291,11 @@ impl SortRecorder {
 
     /// The pipelines for sorts of up to `capacity` elements, made on first use.
     fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32, gpu_count: bool) -> Result<&Kernels> {
+        let variant = variant(gpu_count);
         let options = self.sized_options(capacity);
         let (geometry, _) = geometry_for(&self.info.limits, payload, options)?;
         let found =
-            self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry && k.gpu_count == gpu_count);
+            self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry && k.variant == variant);
         let index = match found {
             Some(i) => i,
             None => {
@@ -294,7 +306,7 @@ impl SortRecorder {
                     payload,
                     options,
                     self.cache,
-                    gpu_count,
+                    variant,
                 )?;
                 self.kernels.push((payload, kernels));
                 self.kernels.len() - 1
@@ -334,6 +346,26 @@ impl SortRecorder {
         unsafe { self.record_kind(cmd, binding, n, K::KIND, order) }
     }
 
+    /// Records sorts of `batches` independent arrays of `n` elements each, side by side in the
+    /// binding's regions (array b holds elements b*n .. b*n + n), as one sequence of passes: the
+    /// batch parameter of NVIDIA's CUDA sample. With a GPU-side count, each array sorts its first
+    /// min(count, n) elements. `n * batches` must fit the capacity and `batches` the device's
+    /// `maxComputeWorkGroupCount[1]`.
+    ///
+    /// # Safety
+    /// As [`SortRecorder::record`].
+    pub unsafe fn record_batches<K: SortKey>(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        n: u32,
+        batches: u32,
+        order: Order,
+    ) -> Result<Recorded> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.record_inner(cmd, binding, n, batches, K::KIND, order) }
+    }
+
     /// [`SortRecorder::record`] with the key type as a value.
     ///
     /// # Safety
@@ -346,6 +378,21 @@ impl SortRecorder {
         kind: KeyKind,
         order: Order,
     ) -> Result<Recorded> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.record_inner(cmd, binding, n, 1, kind, order) }
+    }
+
+    /// # Safety
+    /// As [`SortRecorder::record`].
+    unsafe fn record_inner(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        n: u32,
+        batches: u32,
+        kind: KeyKind,
+        order: Order,
+    ) -> Result<Recorded> {
         if binding.recorder != self.id {
             return Err(Error::InvalidOption {
                 name: "binding",
@@ -353,8 +400,17 @@ impl SortRecorder {
                 reason: "a binding records only through the recorder that made it",
             });
         }
-        if n > binding.capacity {
-            return Err(Error::OverCapacity { n, capacity: binding.capacity });
+        let max_rows = self.info.limits.max_compute_work_group_count_y;
+        if batches == 0 || batches > max_rows {
+            return Err(Error::InvalidOption {
+                name: "batches",
+                value: batches.to_string(),
+                reason: "must be at least 1 and at most the device's maxComputeWorkGroupCount[1]",
+            });
+        }
+        let total = n.checked_mul(batches).filter(|t| *t <= binding.capacity);
+        if total.is_none() {
+            return Err(Error::OverCapacity { n: n.saturating_mul(batches), capacity: binding.capacity });
         }
         if n < 2 {
             return Ok(Recorded { passes: 0 });
@@ -364,7 +420,7 @@ impl SortRecorder {
         let Some((_, kernels)) = self
             .kernels
             .iter()
-            .find(|(p, k)| *p == binding.payload && k.geometry == geometry && k.gpu_count == binding.gpu_count)
+            .find(|(p, k)| *p == binding.payload && k.geometry == geometry && k.variant == variant(binding.gpu_count))
         else {
             unreachable!("`bind` makes the pipelines of its capacity before the binding exists")
         };
@@ -377,6 +433,7 @@ impl SortRecorder {
             kernels,
             pass_timestamps: None,
             barrier: PassBarrier::Memory,
+            batches,
         };
         let options = RecordOptions {
             max_groups_per_dispatch: self.info.limits.max_compute_work_group_count_x,

@@ -7,7 +7,7 @@ use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::plan::{Geometry, PassKind, MAX_FUSED};
 use crate::push::PushConstants;
-use crate::shaders::{spirv, Payload};
+use crate::shaders::{spirv, Payload, Variant};
 
 /// The largest tile the local kernels use, whatever the shared memory: beyond it each invocation
 /// loops over more comparators per substage and the gain from fewer global passes flattens.
@@ -159,8 +159,8 @@ pub(crate) struct Kernels {
     local_merge: vk::Pipeline,
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
-    /// Whether the kernels are the GPU_COUNT variants, which read the element count from binding 2.
-    pub gpu_count: bool,
+    /// Which build of the kernels (lean, batched, batched with a GPU-side count).
+    pub variant: Variant,
 }
 
 impl Kernels {
@@ -171,7 +171,7 @@ impl Kernels {
         payload: Payload,
         options: KernelOptions,
         cache: vk::PipelineCache,
-        gpu_count: bool,
+        variant: Variant,
     ) -> Result<Kernels> {
         let (geometry, local_wg) = geometry_for(limits, payload, options)?;
         let mut kernels = Kernels {
@@ -180,19 +180,19 @@ impl Kernels {
             local_merge: vk::Pipeline::null(),
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
-            gpu_count,
+            variant,
         };
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group).
         let local = [local_wg, geometry.tile(), geometry.fused];
         kernels.tile_sort =
-            create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, gpu_count), &local)?;
+            create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, variant), &local)?;
         kernels.local_merge =
-            create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload, gpu_count), &local)?;
+            create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload, variant), &local)?;
         for m in 1..=geometry.fused {
             let global = [geometry.global_wg, geometry.tile(), m];
             kernels.global_merge[m as usize - 1] =
-                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload, gpu_count), &global)?;
+                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload, variant), &global)?;
         }
         Ok(kernels)
     }

@@ -163,6 +163,8 @@ pub(crate) struct VulkanEncoder<'a> {
     pub pass_timestamps: Option<(vk::QueryPool, u32)>,
     /// How the barrier between passes is recorded.
     pub barrier: PassBarrier<'a>,
+    /// Independent arrays sorted side by side: the dispatches' y dimension (1 for one array).
+    pub batches: u32,
 }
 
 impl Encoder for VulkanEncoder<'_> {
@@ -175,7 +177,7 @@ impl Encoder for VulkanEncoder<'_> {
     }
 
     fn dispatch(&mut self, groups: u32) {
-        dispatch(self.device, self.cmd, groups);
+        dispatch_rows(self.device, self.cmd, groups, self.batches);
     }
 
     fn compute_barrier(&mut self) {
@@ -210,9 +212,16 @@ pub(crate) fn push_constants(
 
 /// Dispatches `groups` workgroups along x.
 pub(crate) fn dispatch(device: &ash::Device, cmd: vk::CommandBuffer, groups: u32) {
+    dispatch_rows(device, cmd, groups, 1);
+}
+
+/// Dispatches `groups` workgroups along x in each of `rows` rows along y (one row per array of a
+/// batch).
+pub(crate) fn dispatch_rows(device: &ash::Device, cmd: vk::CommandBuffer, groups: u32, rows: u32) {
     // SAFETY: a compute pipeline and its descriptor set are bound; callers keep groups within
-    // maxComputeWorkGroupCount[0] (record_passes and the probes split larger work).
-    unsafe { device.cmd_dispatch(cmd, groups, 1, 1) };
+    // maxComputeWorkGroupCount[0] (record_passes and the probes split larger work) and rows within
+    // maxComputeWorkGroupCount[1] (the recorder checks batches).
+    unsafe { device.cmd_dispatch(cmd, groups, rows, 1) };
 }
 
 /// Orders every compute-shader write recorded so far before the compute-shader reads and writes

@@ -379,7 +379,7 @@ impl Sorter {
                     payload,
                     options,
                     vk::PipelineCache::null(),
-                    false,
+                    crate::shaders::Variant::Lean,
                 )?;
                 self.kernels.push((payload, kernels));
                 self.kernels.len() - 1
@@ -877,6 +877,7 @@ impl Sorter {
                 kernels: self.kernels_for(payload, plan.geometry),
                 pass_timestamps: per_pass.then_some((self.queries, first)),
                 barrier,
+                batches: 1,
             };
             record::record_passes(&mut encoder, &plan, &options);
             if !per_pass {
@@ -952,6 +953,7 @@ impl Sorter {
                     kernels: self.kernels_for(payload, plan.geometry),
                     pass_timestamps: Some((self.queries, first)),
                     barrier: PassBarrier::Memory,
+                    batches: 1,
                 };
                 encoder.bind_kernel(pass.kind, pass.substages);
                 record::dispatch_pass(&mut encoder, pass, self.max_groups);
@@ -1037,6 +1039,7 @@ impl Sorter {
             kernels: self.kernels_for(payload, plan.geometry),
             pass_timestamps: per_pass.then_some((self.queries, 0)),
             barrier: PassBarrier::Memory,
+            batches: 1,
         };
         let options = RecordOptions {
             max_groups_per_dispatch: self.max_groups,

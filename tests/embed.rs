@@ -212,7 +212,14 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     let off_c3 = align(off_k3 + u64::from(cap3) * 4, a);
     let off_k4 = align(off_c3 + 4, a);
     let off_c4 = align(off_k4 + u64::from(cap4) * 4, a);
-    let total = off_c4 + 4;
+    // Sort 5: a batch of 7 independent arrays of 500 (key, value) pairs, f32 ascending.
+    let (len5, batches5) = (500u32, 7u32);
+    let cap5 = len5 * batches5;
+    let keys5: Vec<f32> = (0..cap5).map(|_| rng.random_range(-10f32..10.0)).collect();
+    let values5: Vec<u32> = (0..cap5).collect();
+    let off_k5 = align(off_c4 + 4, a);
+    let off_v5 = align(off_k5 + u64::from(cap5) * 4, a);
+    let total = off_v5 + u64::from(cap5) * 4;
     let storage = r.buffer(
         total,
         vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
@@ -230,6 +237,8 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     staging.write(off_c3, &[count3]);
     staging.write(off_k4, &keys4);
     staging.write(off_c4, &[count4]);
+    staging.write(off_k5, bytemuck::cast_slice(&keys5));
+    staging.write(off_v5, &values5);
 
     // SAFETY: the instance, physical device and device are live until the recorder is dropped.
     let mut sorter =
@@ -246,6 +255,9 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     let b4 = sorter
         .bind(&BindDesc { count: Some(region(off_c4, 1)), ..keys_only(region(off_k4, cap4), cap4) })
         .expect("bind 4");
+    let b5 = sorter
+        .bind(&BindDesc { values: Some(region(off_v5, cap5)), ..keys_only(region(off_k5, cap5), cap5) })
+        .expect("bind 5");
     assert!(b1.pairs() && !b2.pairs() && b3.gpu_count() && !b2.gpu_count());
 
     // Bad bindings are refused before anything is recorded.
@@ -303,7 +315,16 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     let p3 = unsafe { sorter.record::<i32>(cmd, &b3, cap3, Order::Ascending) }.expect("record 3");
     // SAFETY: as above.
     let p4 = unsafe { sorter.record::<u32>(cmd, &b4, cap4, Order::Ascending) }.expect("record 4");
-    assert!(p1.passes >= 1 && p2.passes >= 1 && p3.passes >= 1 && p4.passes >= 1);
+    // SAFETY: as above.
+    let err = unsafe { sorter.record_batches::<f32>(cmd, &b5, len5, batches5 + 1, Order::Ascending) }
+        .expect_err("batches over capacity");
+    assert!(matches!(err, Error::OverCapacity { .. }), "{err}");
+    // SAFETY: as above.
+    let err = unsafe { sorter.record_batches::<f32>(cmd, &b5, len5, 0, Order::Ascending) }.expect_err("zero batches");
+    assert!(matches!(err, Error::InvalidOption { name: "batches", .. }), "{err}");
+    // SAFETY: as above.
+    let p5 = unsafe { sorter.record_batches::<f32>(cmd, &b5, len5, batches5, Order::Ascending) }.expect("record 5");
+    assert!(p1.passes >= 1 && p2.passes >= 1 && p3.passes >= 1 && p4.passes >= 1 && p5.passes >= 1);
     barrier(
         &r,
         cmd,
@@ -360,6 +381,19 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     expect4.sort_unstable();
     assert_eq!(got4, expect4);
     assert_eq!(staging.read(off_c3, 1), [count3], "the count was written");
+    // Batches: each array of 500 sorted on its own, its values with it.
+    let (got_k5, got_v5) = (staging.read(off_k5, cap5 as usize), staging.read(off_v5, cap5 as usize));
+    for b in 0..batches5 as usize {
+        let range = b * len5 as usize..(b + 1) * len5 as usize;
+        let mut expect: Vec<f32> = keys5[range.clone()].to_vec();
+        expect.sort_unstable_by(f32::total_cmp);
+        assert_eq!(&got_k5[range.clone()], bytemuck::cast_slice::<f32, u32>(&expect), "batch {b}");
+        for i in range.clone() {
+            let v = got_v5[i] as usize;
+            assert!(range.contains(&v), "batch {b}: value {v} came from another array");
+            assert_eq!(keys5[v].to_bits(), got_k5[i], "batch {b}: pair {i} split");
+        }
+    }
 
     drop(sorter);
     // SAFETY: the queue is idle (fence waited); nothing uses these any more.
