@@ -5,6 +5,7 @@ use std::ffi::{c_void, CStr};
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
@@ -436,9 +437,25 @@ pub(crate) struct Shared {
     queue: Mutex<vk::Queue>,
     allocator: ManuallyDrop<Mutex<Allocator>>,
     instance: InstanceGuard,
+    /// Set once any call reports VK_ERROR_DEVICE_LOST: every later sort fails at once with
+    /// `DeviceLost` instead of reaching the driver again.
+    lost: AtomicBool,
 }
 
 impl Shared {
+    /// Whether the device was lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Passes `e` on, remembering a lost device.
+    pub fn note(&self, e: Error) -> Error {
+        if matches!(e, Error::DeviceLost { .. }) {
+            self.lost.store(true, Ordering::Release);
+        }
+        e
+    }
+
     /// The allocator, locked. A poisoned lock only means another thread panicked mid-call; the
     /// allocator's own state stays consistent, so it is used anyway.
     pub fn allocator(&self) -> MutexGuard<'_, Allocator> {
@@ -522,6 +539,7 @@ impl Context {
             queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             instance,
+            lost: AtomicBool::new(false),
         };
         Ok(Context { shared: Arc::new(shared) })
     }
@@ -550,6 +568,19 @@ impl Context {
     pub fn allocated_bytes(&self) -> (u64, u64) {
         let report = self.shared.allocator().generate_report();
         (report.total_allocated_bytes, report.total_capacity_bytes)
+    }
+
+    /// Whether the device was lost: once it is, every sort on this context fails with
+    /// [`Error::DeviceLost`] at once. Create a new context to go on.
+    pub fn is_lost(&self) -> bool {
+        self.shared.is_lost()
+    }
+
+    /// Test-only: marks the device lost, as a VK_ERROR_DEVICE_LOST from any call does, so that the
+    /// behaviour after a loss can be tested on a device that never loses itself.
+    #[doc(hidden)]
+    pub fn mark_lost_for_tests(&self) {
+        self.shared.lost.store(true, Ordering::Release);
     }
 
     /// A sorter on this context with the default options.

@@ -388,8 +388,11 @@ impl Sorter {
         Ok(&self.kernels[index].1)
     }
 
-    /// Waits for a submission left pending by an earlier timeout.
+    /// Fails at once on a lost device; waits for a submission left pending by an earlier timeout.
     fn settle(&mut self) -> Result<()> {
+        if self.ctx.shared.is_lost() {
+            return Err(Error::DeviceLost { call: "an earlier call (the device stays lost)" });
+        }
         if self.pending {
             self.wait()?;
         }
@@ -407,7 +410,7 @@ impl Sorter {
                 unsafe { device.reset_fences(&[self.fence]) }.map_err(Error::vk("vkResetFences"))
             }
             Err(vk::Result::TIMEOUT) => Err(Error::Timeout(self.timeout)),
-            Err(e) => Err(Error::vk("vkWaitForFences")(e)),
+            Err(e) => Err(self.ctx.shared.note(Error::vk("vkWaitForFences")(e))),
         }
     }
 
@@ -1060,7 +1063,8 @@ impl Sorter {
         let queue = shared.queue();
         // SAFETY: the queue is locked for the call (external synchronisation); the command buffer
         // is fully recorded and the fence unsignalled.
-        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }.map_err(Error::vk("vkQueueSubmit"))?;
+        unsafe { shared.device.queue_submit(*queue, &submit, self.fence) }
+            .map_err(|e| shared.note(Error::vk("vkQueueSubmit")(e)))?;
         self.pending = true;
         Ok(())
     }

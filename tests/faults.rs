@@ -1,0 +1,75 @@
+//! Faults that can be provoked on any device: a fence timeout (the sort's resources and the
+//! caller's input survive it, and the sorter recovers), a lost device (later calls fail at once),
+//! and the thread-safety markers of the public types.
+
+use std::time::Duration;
+
+use bitonic_vk::{Context, ContextDesc, Error, Order, SortBinding, SortRecorder, Sorter, SorterDesc};
+use rand::{Rng, SeedableRng};
+
+fn context() -> Context {
+    Context::new(&ContextDesc { validation: Some(true), ..ContextDesc::default() })
+        .unwrap_or_else(|e| panic!("context: {e}"))
+}
+
+#[test]
+fn public_types_can_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Context>();
+    send_sync::<Sorter>();
+    send_sync::<SortRecorder>();
+    send_sync::<SortBinding>();
+    send_sync::<Error>();
+}
+
+#[test]
+fn a_fence_timeout_is_an_error_that_loses_nothing() {
+    let ctx = context();
+    let mut sorter = Sorter::new(&ctx, &SorterDesc { timeout: Some(Duration::from_nanos(1)), ..SorterDesc::default() })
+        .unwrap_or_else(|e| panic!("sorter: {e}"));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let input: Vec<u32> = (0..1 << 16).map(|_| rng.random()).collect();
+    let mut keys = input.clone();
+    // Even a GPU takes more than a nanosecond to upload, sort and download 2^16 keys.
+    let err = sorter.sort(&mut keys, Order::Ascending).expect_err("a 1 ns timeout");
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert!(err.to_string().contains("stay alive"), "{err}");
+    assert_eq!(keys, input, "a timed-out sort must leave the input as it was");
+    // The pending submission is waited for by the next call once the GPU is done (it keeps
+    // reporting Timeout until then), after which the sorter works again.
+    let mut small = vec![3u32, 1, 2];
+    let mut tries = 0;
+    loop {
+        match sorter.sort(&mut small, Order::Ascending) {
+            Ok(_) => break,
+            Err(Error::Timeout(_)) if tries < 200 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("after the timeout: {e}"),
+        }
+    }
+    assert_eq!(small, [1, 2, 3]);
+    drop(sorter);
+    let errors = ctx.validation_errors();
+    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+}
+
+#[test]
+fn after_a_lost_device_every_sort_fails_at_once() {
+    let ctx = context();
+    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("sorter: {e}"));
+    let mut keys = vec![5u32, 4, 3, 2, 1];
+    sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("before: {e}"));
+    assert!(!ctx.is_lost());
+    ctx.mark_lost_for_tests();
+    assert!(ctx.is_lost());
+    let mut keys = vec![5u32, 4, 3, 2, 1];
+    let err = sorter.sort(&mut keys, Order::Ascending).expect_err("a lost device");
+    assert!(matches!(err, Error::DeviceLost { .. }), "{err}");
+    assert!(err.to_string().contains("create a new context"), "{err}");
+    assert_eq!(keys, [5, 4, 3, 2, 1], "nothing touched");
+    let mut values = vec![0u32; 5];
+    assert!(matches!(sorter.sort_pairs(&mut keys, &mut values, Order::Ascending), Err(Error::DeviceLost { .. })));
+    assert!(matches!(sorter.time_repeated(&mut keys, None, Order::Ascending, 2), Err(Error::DeviceLost { .. })));
+}
