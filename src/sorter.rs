@@ -323,6 +323,13 @@ impl Sorter {
         self.desc.pass_timestamps = on;
     }
 
+    /// Changes how long later calls wait for the GPU (see [`SorterDesc::timeout`]). After a
+    /// [`Error::Timeout`] the submission stays pending and its resources alive; the next call
+    /// waits for it first, with this timeout.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
     /// The context this sorter runs on.
     pub fn context(&self) -> &Context {
         &self.ctx
