@@ -107,6 +107,8 @@ pub struct SortBinding {
     capacity: u32,
     payload: Payload,
     gpu_count: bool,
+    /// Index of its pipelines in the recorder's `kernels` (which only grows), fixed by `bind`.
+    kernels: usize,
     recorder: u64,
 }
 
@@ -265,7 +267,7 @@ impl SortRecorder {
             });
         }
         let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
-        self.kernels_for_capacity(payload, capacity, count.is_some())?;
+        let kernels = self.kernels_for_capacity(payload, capacity, count.is_some())?;
         let set_layouts = [self.layouts.set_layout];
         let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&set_layouts);
         // SAFETY: the pool has room (bindings_left > 0) and the layout is live.
@@ -286,11 +288,13 @@ impl SortRecorder {
         // SAFETY: the set was just allocated and is not in use; the regions were checked against
         // the alignment limit and their sizes; the caller keeps the buffers alive (see Contract).
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
-        Ok(SortBinding { set, capacity, payload, gpu_count: count.is_some(), recorder: self.id })
+        Ok(SortBinding { set, capacity, payload, gpu_count: count.is_some(), kernels, recorder: self.id })
     }
 
     /// The pipelines for sorts of up to `capacity` elements, made on first use.
-    fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32, gpu_count: bool) -> Result<&Kernels> {
+    /// The index in `kernels` of the pipelines for sorts of up to `capacity` elements, made on
+    /// first use.
+    fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32, gpu_count: bool) -> Result<usize> {
         let variant = variant(gpu_count);
         let options = self.sized_options(capacity);
         let (geometry, _) = geometry_for(&self.info.limits, payload, options)?;
@@ -312,7 +316,7 @@ impl SortRecorder {
                 self.kernels.len() - 1
             }
         };
-        Ok(&self.kernels[index].1)
+        Ok(index)
     }
 
     /// Tiles sized for the capacity, as the standalone sorter sizes them for n.
@@ -415,16 +419,9 @@ impl SortRecorder {
         if n < 2 {
             return Ok(Recorded { passes: 0 });
         }
-        let options = self.sized_options(binding.capacity);
-        let (geometry, _) = geometry_for(&self.info.limits, binding.payload, options)?;
-        let Some((_, kernels)) = self
-            .kernels
-            .iter()
-            .find(|(p, k)| *p == binding.payload && k.geometry == geometry && k.variant == variant(binding.gpu_count))
-        else {
-            unreachable!("`bind` makes the pipelines of its capacity before the binding exists")
-        };
-        let plan = Plan::new(n, geometry, key_flags(kind, order));
+        // The binding comes from this recorder (checked above), whose `kernels` only grows.
+        let kernels = &self.kernels[binding.kernels].1;
+        let plan = Plan::new(n, kernels.geometry, key_flags(kind, order));
         record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
         let mut encoder = VulkanEncoder {
             device: &self.device,

@@ -603,11 +603,8 @@ impl Sorter {
         if self.queries == vk::QueryPool::null() {
             return Ok(None);
         }
-        if barrier == Some(BarrierFlavor::Memory2) && self.ctx.shared.sync2.is_none() {
-            return Err(Error::Unsupported {
-                what: "record synchronization2 barriers",
-                fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
-            });
+        if let Some(flavor) = barrier {
+            pass_barrier(flavor, &self.ctx.shared, &[])?;
         }
         self.settle()?;
         let shared = self.ctx.shared.clone();
@@ -621,14 +618,7 @@ impl Sorter {
         };
         let empty = probes.empty;
         let buffers = [raw(&self.keys), raw(&self.values)];
-        let flavor = barrier.map(|f| match f {
-            BarrierFlavor::Memory => PassBarrier::Memory,
-            BarrierFlavor::Buffer => PassBarrier::Buffer(&buffers),
-            BarrierFlavor::Memory2 => match &shared.sync2 {
-                Some(sync2) => PassBarrier::Memory2(sync2),
-                None => PassBarrier::Memory,
-            },
-        });
+        let flavor = barrier.map(|f| pass_barrier(f, &shared, &buffers)).transpose()?;
         let chain = chain.max(1);
         let mut times = Vec::new();
         for _ in 0..reps.max(1) {
@@ -705,11 +695,8 @@ impl Sorter {
                 fix: "its compute queue has no timestamps; choose another device with --device",
             });
         }
-        if sync == PassSync::Barrier(BarrierFlavor::Memory2) && self.ctx.shared.sync2.is_none() {
-            return Err(Error::Unsupported {
-                what: "record synchronization2 barriers",
-                fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
-            });
+        if let PassSync::Barrier(flavor) = sync {
+            pass_barrier(flavor, &self.ctx.shared, &[])?;
         }
         let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
         let n = keys.len();
@@ -835,19 +822,7 @@ impl Sorter {
         let buffers: Vec<vk::Buffer> =
             if pairs { vec![raw(&self.keys), raw(&self.values)] } else { vec![raw(&self.keys)] };
         let shared = self.ctx.shared.clone();
-        let barrier = match flavor {
-            BarrierFlavor::Memory => PassBarrier::Memory,
-            BarrierFlavor::Buffer => PassBarrier::Buffer(&buffers),
-            BarrierFlavor::Memory2 => match &shared.sync2 {
-                Some(sync2) => PassBarrier::Memory2(sync2),
-                None => {
-                    return Err(Error::Unsupported {
-                        what: "record synchronization2 barriers",
-                        fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
-                    })
-                }
-            },
-        };
+        let barrier = pass_barrier(flavor, &shared, &buffers)?;
 
         self.begin()?;
         let device = &shared.device;
@@ -1091,6 +1066,19 @@ impl Sorter {
             Vec::new()
         };
         Ok((Some(total), pass_times))
+    }
+}
+
+/// The barrier of `flavor` over `buffers`, or `Unsupported` for synchronization2 on a device
+/// without VK_KHR_synchronization2.
+fn pass_barrier<'a>(flavor: BarrierFlavor, shared: &'a Shared, buffers: &'a [vk::Buffer]) -> Result<PassBarrier<'a>> {
+    match flavor {
+        BarrierFlavor::Memory => Ok(PassBarrier::Memory),
+        BarrierFlavor::Buffer => Ok(PassBarrier::Buffer(buffers)),
+        BarrierFlavor::Memory2 => shared.sync2.as_ref().map(PassBarrier::Memory2).ok_or(Error::Unsupported {
+            what: "record synchronization2 barriers",
+            fix: "it lacks VK_KHR_synchronization2; use the memory or buffer barrier flavour",
+        }),
     }
 }
 
