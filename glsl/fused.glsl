@@ -15,7 +15,7 @@
 layout(constant_id = 2) const uint FUSED = 4;
 const uint MAX_SLOTS = 16u;
 
-uint r_key[MAX_SLOTS];
+KEY r_key[MAX_SLOTS];
 #ifdef PAIRS
 uint r_value[MAX_SLOTS];
 #endif
@@ -45,9 +45,9 @@ void run_slots(uint g, uint low, uint m, bool flip, uint limit, bool checked) {
                 // Past the flip, the mirrored slots run in decreasing index order.
                 bool reversed = flip && j > 0u && (s & half_slots) != 0u;
                 bool real = !checked || slot_index(g, reversed ? s : t, low, m, flip) < limit;
-                uint a = r_key[s];
-                uint b = r_key[t];
-                if (real && (reversed ? b > a : a > b)) {
+                KEY a = r_key[s];
+                KEY b = r_key[t];
+                if (real && (reversed ? key_greater(b, a) : key_greater(a, b))) {
                     r_key[s] = b;
                     r_key[t] = a;
 #ifdef PAIRS

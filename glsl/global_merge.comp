@@ -15,7 +15,7 @@ void main() {
     bool flip = pc.dir != 0u;
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
-        r_key[s] = 0u;
+        r_key[s] = KEY_NONE;
         // Indices at or past n are virtual +infinity keys: never read, never written.
         if (i < N) {
             r_key[s] = keys[batch + i];

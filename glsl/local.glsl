@@ -7,10 +7,11 @@
 #include "fused.glsl"
 
 // Elements per tile, a power of two (specialization constant 1), sized on the host from
-// maxComputeSharedMemorySize: TILE * 4 bytes per key (+ 4 per value with PAIRS) must fit.
+// maxComputeSharedMemorySize: TILE * 4 bytes per key (8 with KEY64; + 4 per value with PAIRS)
+// must fit.
 layout(constant_id = 1) const uint TILE = 2048;
 
-shared uint s_keys[TILE];
+shared KEY s_keys[TILE];
 #ifdef PAIRS
 shared uint s_values[TILE];
 #endif
@@ -44,7 +45,7 @@ void load_tile(uint base) {
     uint batch = batch_base();
     for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
         uint g = batch + base + i;
-        uint k = keys[g];
+        KEY k = keys[g];
         s_keys[swizzle(i)] = map ? to_image(k) : k;
 #ifdef PAIRS
         s_values[swizzle(i)] = values[g];
@@ -59,7 +60,7 @@ void store_tile(uint base) {
     uint batch = batch_base();
     for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
         uint g = batch + base + i;
-        uint k = s_keys[swizzle(i)];
+        KEY k = s_keys[swizzle(i)];
         keys[g] = map ? from_image(k) : k;
 #ifdef PAIRS
         values[g] = s_values[swizzle(i)];
@@ -72,7 +73,7 @@ void store_tile(uint base) {
 void group(uint g, uint limit, uint low, uint m, bool flip, bool checked) {
     [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
         uint i = slot_index(g, s, low, m, flip);
-        r_key[s] = 0u;
+        r_key[s] = KEY_NONE;
         if (!checked || i < limit) {
             r_key[s] = s_keys[swizzle(i)];
 #ifdef PAIRS

@@ -170,6 +170,8 @@ pub struct DeviceInfo {
     pub limits: DeviceLimits,
     /// Whether it offers `VK_KHR_synchronization2` (the `barrier2` flavour of `passes`).
     pub synchronization2: bool,
+    /// The size of its largest device-local memory heap, in bytes.
+    pub device_local_memory: u64,
     raw_api_version: u32,
 }
 
@@ -361,6 +363,15 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
     let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
     let synchronization2 =
         extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == ash::khr::synchronization2::NAME));
+    // SAFETY: as above.
+    let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
+    let device_local_memory = memory
+        .memory_heaps_as_slice()
+        .iter()
+        .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+        .map(|h| h.size)
+        .max()
+        .unwrap_or(0);
     let l = &props.limits;
     let v = props.api_version;
     DeviceInfo {
@@ -384,6 +395,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
             min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
         },
         synchronization2,
+        device_local_memory,
         raw_api_version: v,
     }
 }

@@ -7,9 +7,14 @@
 //! writes one descriptor set for it, once. [`SortRecorder::record`] then records the whole sort
 //! into a command buffer the caller is recording: no device memory is allocated and no descriptor
 //! is written per record, so several sorts fit in one command buffer and one frame. The passes are
-//! recorded by the same code as the standalone [`crate::Sorter`]'s ([`crate::record::record_passes`]),
-//! with batched builds of the kernels ([`SortRecorder::record_batches`] sorts many equal-length
-//! arrays in one sequence of passes).
+//! recorded by [`crate::record::record_passes`]; the standalone [`crate::Sorter`] is built on this
+//! same recorder. [`SortRecorder::record_batches`] sorts many equal-length arrays in one sequence
+//! of passes (bindings made with [`BindDesc::batched`]); [`BindDesc::key_width`] picks the builds
+//! for 8-byte keys; [`SortRecorder::rebind`] moves a binding to new regions.
+//!
+//! Stable order (equal keys keep their input order) is a matter of keys: pack each key's order
+//! image with its index into a `u64` (`image << 32 | index`, as [`crate::Sorter::sort_pairs_stable`]
+//! does on the host) and sort those.
 //!
 //! # Contract
 //! - **Before** `record`: the caller's writes to the bound regions must be made available and
@@ -34,37 +39,40 @@ use ash::vk;
 
 use crate::context::{describe, DeviceInfo};
 use crate::error::{Error, Result};
-use crate::keys::{key_flags, KeyKind, Order, SortKey};
+use crate::keys::{key_flags, KeyKind, KeyWidth, Order, SortKey};
 use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
-use crate::plan::Plan;
+use crate::plan::{Geometry, Plan};
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
-use crate::shaders::{Payload, Variant};
+use crate::shaders::{Build, Payload, Variant};
 
-/// Embedded sorts use the batched kernels, reading a GPU-side count or not.
-fn variant(gpu_count: bool) -> Variant {
+/// The build of the kernels a binding runs: reading a GPU-side count, batched, or the lean one.
+fn variant(gpu_count: bool, batched: bool) -> Variant {
     if gpu_count {
         Variant::BatchedCount
-    } else {
+    } else if batched {
         Variant::Batched
+    } else {
+        Variant::Lean
     }
 }
 
 /// A region of one of the caller's buffers. The buffer must have been created with
 /// `STORAGE_BUFFER` usage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BufferRegion {
     /// The buffer.
     pub buffer: vk::Buffer,
     /// Where the region starts, in bytes: a multiple of `minStorageBufferOffsetAlignment`.
     pub offset: vk::DeviceSize,
-    /// The region's length in bytes; at least 4 x the binding's capacity.
+    /// The region's length in bytes; at least the binding's capacity times the element size.
     pub size: vk::DeviceSize,
 }
 
-/// What [`SortRecorder::bind`] binds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What [`SortRecorder::bind`] binds. Start from `BindDesc::default()` and set what you use:
+/// fields may be added.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BindDesc {
-    /// The keys: 4 bytes each.
+    /// The keys: 4 bytes each, or 8 with [`KeyWidth::Bits64`].
     pub keys: BufferRegion,
     /// For key+value sorts, the values (u32, one per key); `None` sorts keys alone.
     pub values: Option<BufferRegion>,
@@ -74,6 +82,13 @@ pub struct BindDesc {
     /// The most elements any sort through this binding takes: fixed here, for the regions' sizes
     /// and the pipelines.
     pub capacity: u32,
+    /// The width of the keys sorted through this binding (`u32`/`i32`/`f32` or
+    /// `u64`/`i64`/`f64`): each width has its own build of the kernels. Default 32 bits.
+    pub key_width: KeyWidth,
+    /// Whether sorts through this binding may be batched ([`SortRecorder::record_batches`] with
+    /// more than one array). A binding that is neither batched nor reads a GPU-side count runs
+    /// the lean build of the kernels, which has no batch offset (about 2 % faster on the H100).
+    pub batched: bool,
 }
 
 /// How to create a [`SortRecorder`].
@@ -87,6 +102,8 @@ pub struct RecorderDesc {
     pub max_tile: Option<u32>,
     /// Caps the substages fused per global pass (1..=4); see [`crate::SorterDesc`].
     pub max_fused_substages: Option<u32>,
+    /// Invocations per workgroup of the local kernels; see [`crate::SorterDesc`].
+    pub local_workgroup_size: Option<u32>,
 }
 
 impl Default for RecorderDesc {
@@ -96,6 +113,7 @@ impl Default for RecorderDesc {
             pipeline_cache: vk::PipelineCache::null(),
             max_tile: None,
             max_fused_substages: None,
+            local_workgroup_size: None,
         }
     }
 }
@@ -103,10 +121,12 @@ impl Default for RecorderDesc {
 /// A bound pair of regions, made by [`SortRecorder::bind`]: one descriptor set, written once.
 #[derive(Debug)]
 pub struct SortBinding {
-    set: vk::DescriptorSet,
+    pub(crate) set: vk::DescriptorSet,
     capacity: u32,
     payload: Payload,
+    width: KeyWidth,
     gpu_count: bool,
+    batched: bool,
     /// Index of its pipelines in the recorder's `kernels` (which only grows), fixed by `bind`.
     kernels: usize,
     recorder: u64,
@@ -121,6 +141,11 @@ impl SortBinding {
     /// Whether values move with the keys.
     pub fn pairs(&self) -> bool {
         self.payload == Payload::Pairs
+    }
+
+    /// The width of the keys it sorts.
+    pub fn key_width(&self) -> KeyWidth {
+        self.width
     }
 
     /// Whether sorts through it read their element count from the GPU.
@@ -141,7 +166,7 @@ static NEXT_RECORDER: AtomicU64 = AtomicU64::new(1);
 /// Records sorts into the caller's command buffers. See the [module docs](self) for the contract.
 pub struct SortRecorder {
     // Field order is drop order: pipelines before the layouts they were made with.
-    kernels: Vec<(Payload, Kernels)>,
+    kernels: Vec<Kernels>,
     layouts: Layouts,
     device: ash::Device,
     info: DeviceInfo,
@@ -174,10 +199,18 @@ impl SortRecorder {
     ) -> Result<SortRecorder> {
         // SAFETY: the caller guarantees `physical_device` belongs to the live `instance`.
         let info = unsafe { describe(instance, 0, physical_device) };
-        let options =
-            KernelOptions { max_tile: desc.max_tile, max_fused: desc.max_fused_substages, local_workgroup_size: None };
+        Self::with_info(device, info, desc)
+    }
+
+    /// [`SortRecorder::new`] for a device already described (the standalone sorter's).
+    pub(crate) fn with_info(device: &ash::Device, info: DeviceInfo, desc: &RecorderDesc) -> Result<SortRecorder> {
+        let options = KernelOptions {
+            max_tile: desc.max_tile,
+            max_fused: desc.max_fused_substages,
+            local_workgroup_size: desc.local_workgroup_size,
+        };
         // Validate the options before creating anything.
-        geometry_for(&info.limits, Payload::Pairs, options)?;
+        geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
@@ -208,13 +241,13 @@ impl SortRecorder {
         &self.info
     }
 
-    /// Checks one region for `capacity` 4-byte words.
-    fn check_region(&self, what: &'static str, region: &BufferRegion, capacity: u32) -> Result<()> {
+    /// Checks one region for `capacity` elements of `element_bytes` each.
+    fn check_region(&self, what: &'static str, region: &BufferRegion, capacity: u32, element_bytes: u64) -> Result<()> {
         let alignment = self.info.limits.min_storage_buffer_offset_alignment.max(1);
         if region.offset % alignment != 0 {
             return Err(Error::MisalignedOffset { what, offset: region.offset, alignment });
         }
-        let needed = u64::from(capacity) * 4;
+        let needed = u64::from(capacity) * element_bytes;
         if region.size < needed {
             return Err(Error::BufferTooSmall { what, size: region.size, needed, capacity });
         }
@@ -226,23 +259,65 @@ impl SortRecorder {
 
     /// Binds a keys region and, for pairs, a values region of the same capacity, and optionally a
     /// GPU-side count: checks each (offset alignment, size, the device's limits), makes the
-    /// pipelines for this capacity if they do not exist yet, and writes one descriptor set. Sorts
-    /// recorded through the binding may take any n up to `capacity`.
+    /// pipelines for this capacity and key width if they do not exist yet, and writes one
+    /// descriptor set. Sorts recorded through the binding may take any n up to `capacity`.
     pub fn bind(&mut self, desc: &BindDesc) -> Result<SortBinding> {
-        let BindDesc { keys, values, count, capacity } = *desc;
-        let bytes = u64::from(capacity) * 4;
+        let (mut binding, infos) = self.prepare(desc)?;
+        if self.bindings_left == 0 {
+            return Err(Error::InvalidOption {
+                name: "max_bindings",
+                value: "exceeded".into(),
+                reason: "every binding of RecorderDesc::max_bindings is in use; create the recorder with more",
+            });
+        }
+        let set_layouts = [self.layouts.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&set_layouts);
+        // SAFETY: the pool has room (bindings_left > 0) and the layout is live.
+        binding.set =
+            unsafe { self.device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
+        self.bindings_left -= 1;
+        // SAFETY: the set was just allocated, so no command buffer uses it.
+        unsafe { self.write_set(binding.set, &infos) };
+        Ok(binding)
+    }
+
+    /// Points an existing binding at new regions (a resized buffer, say), with a new capacity,
+    /// key width or payload if `desc` says so, reusing its descriptor set: the checks and errors
+    /// of [`SortRecorder::bind`], and on an error `binding` is left as it was.
+    ///
+    /// # Safety
+    /// No command buffer recorded with `binding` may be pending execution or still recording
+    /// (the descriptor set is rewritten in place); the new regions fall under the Contract's
+    /// lifetimes as the old ones did.
+    pub unsafe fn rebind(&mut self, binding: &mut SortBinding, desc: &BindDesc) -> Result<()> {
+        self.check_own(binding)?;
+        let (mut fresh, infos) = self.prepare(desc)?;
+        fresh.set = binding.set;
+        // SAFETY: the caller guarantees that no command buffer using the set is pending or
+        // recording.
+        unsafe { self.write_set(fresh.set, &infos) };
+        *binding = fresh;
+        Ok(())
+    }
+
+    /// Everything `bind` and `rebind` share: the checks, the pipelines, and the descriptor writes
+    /// to make (the binding's set is still null).
+    fn prepare(&mut self, desc: &BindDesc) -> Result<(SortBinding, [vk::DescriptorBufferInfo; 3])> {
+        let BindDesc { keys, values, count, capacity, key_width, batched } = *desc;
+        let key_bytes = u64::from(key_width.bytes());
+        let (key_len, value_len) = (u64::from(capacity) * key_bytes, u64::from(capacity) * 4);
         if capacity == 0 {
             return Err(Error::InvalidOption { name: "capacity", value: "0".into(), reason: "must be at least 1" });
         }
-        crate::sorter::check_size(&self.info.limits, capacity as usize)?;
-        self.check_region("keys", &keys, capacity)?;
-        let mut written = vec![("keys", keys, bytes)];
+        crate::sorter::check_size(&self.info.limits, capacity as usize, key_width)?;
+        self.check_region("keys", &keys, capacity, key_bytes)?;
+        let mut written = vec![("keys", keys, key_len)];
         if let Some(v) = &values {
-            self.check_region("values", v, capacity)?;
-            written.push(("values", *v, bytes));
+            self.check_region("values", v, capacity, 4)?;
+            written.push(("values", *v, value_len));
         }
         if let Some(c) = &count {
-            self.check_region("count", c, 1)?;
+            self.check_region("count", c, 1, 4)?;
         }
         // The passes write the first `capacity` elements of keys and values; the count must not
         // change under them (every workgroup must see the same count), nor keys overlap values.
@@ -250,7 +325,7 @@ impl SortRecorder {
             a.buffer == b.buffer && a.offset < b.offset + b_len && b.offset < a.offset + a_len
         };
         if let Some(v) = &values {
-            if overlaps(&keys, bytes, v, bytes) {
+            if overlaps(&keys, key_len, v, value_len) {
                 return Err(Error::OverlappingRegions { first: "keys", second: "values" });
             }
         }
@@ -259,25 +334,33 @@ impl SortRecorder {
                 return Err(Error::OverlappingRegions { first: what, second: "count" });
             }
         }
-        if self.bindings_left == 0 {
-            return Err(Error::InvalidOption {
-                name: "max_bindings",
-                value: "exceeded".into(),
-                reason: "every binding of RecorderDesc::max_bindings is in use; create the recorder with more",
-            });
-        }
         let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
-        let kernels = self.kernels_for_capacity(payload, capacity, count.is_some())?;
-        let set_layouts = [self.layouts.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&set_layouts);
-        // SAFETY: the pool has room (bindings_left > 0) and the layout is live.
-        let set =
-            unsafe { self.device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
-        self.bindings_left -= 1;
+        let build = Build { payload, width: key_width, variant: variant(count.is_some(), batched) };
+        let kernels = self.kernels_for_capacity(build, capacity)?;
         // Unused bindings point at the keys, so that every descriptor is valid: the kernels of keys
         // alone do not declare binding 1, those of a host count not binding 2.
-        let infos = [(keys, bytes.max(4)), (values.unwrap_or(keys), bytes.max(4)), (count.unwrap_or(keys), 4)]
-            .map(|(r, range)| [vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range }]);
+        let infos = [(keys, key_len), (values.unwrap_or(keys), value_len), (count.unwrap_or(keys), 4)]
+            .map(|(r, range)| vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range });
+        let binding = SortBinding {
+            set: vk::DescriptorSet::null(),
+            capacity,
+            payload,
+            width: key_width,
+            gpu_count: count.is_some(),
+            batched,
+            kernels,
+            recorder: self.id,
+        };
+        Ok((binding, infos))
+    }
+
+    /// Writes bindings 0, 1 and 2 of `set`.
+    ///
+    /// # Safety
+    /// No command buffer that uses `set` is pending or recording; the regions were checked by
+    /// `prepare`.
+    unsafe fn write_set(&self, set: vk::DescriptorSet, infos: &[vk::DescriptorBufferInfo; 3]) {
+        let infos = infos.map(|i| [i]);
         let writes = [0, 1, 2].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
@@ -285,34 +368,23 @@ impl SortRecorder {
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                 .buffer_info(&infos[b as usize])
         });
-        // SAFETY: the set was just allocated and is not in use; the regions were checked against
-        // the alignment limit and their sizes; the caller keeps the buffers alive (see Contract).
+        // SAFETY: the set is live and unused (the caller's promise); the regions were checked
+        // against the alignment limit and their sizes, and the caller keeps the buffers alive (see
+        // Contract).
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
-        Ok(SortBinding { set, capacity, payload, gpu_count: count.is_some(), kernels, recorder: self.id })
     }
 
-    /// The pipelines for sorts of up to `capacity` elements, made on first use.
     /// The index in `kernels` of the pipelines for sorts of up to `capacity` elements, made on
     /// first use.
-    fn kernels_for_capacity(&mut self, payload: Payload, capacity: u32, gpu_count: bool) -> Result<usize> {
-        let variant = variant(gpu_count);
+    fn kernels_for_capacity(&mut self, build: Build, capacity: u32) -> Result<usize> {
         let options = self.sized_options(capacity);
-        let (geometry, _) = geometry_for(&self.info.limits, payload, options)?;
-        let found =
-            self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry && k.variant == variant);
+        let (geometry, _) = geometry_for(&self.info.limits, build.payload, build.width, options)?;
+        let found = self.kernels.iter().position(|k| k.build == build && k.geometry == geometry);
         let index = match found {
             Some(i) => i,
             None => {
-                let kernels = Kernels::new(
-                    &self.device,
-                    &self.layouts,
-                    &self.info.limits,
-                    payload,
-                    options,
-                    self.cache,
-                    variant,
-                )?;
-                self.kernels.push((payload, kernels));
+                let kernels = Kernels::new(&self.device, &self.layouts, &self.info.limits, build, options, self.cache)?;
+                self.kernels.push(kernels);
                 self.kernels.len() - 1
             }
         };
@@ -325,6 +397,12 @@ impl SortRecorder {
         let by_size = crate::sorter::tile_for(capacity as usize);
         options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
         options
+    }
+
+    /// The geometry a binding of this capacity, payload and key width gets, without making
+    /// anything.
+    pub(crate) fn geometry(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<Geometry> {
+        Ok(geometry_for(&self.info.limits, payload, width, self.sized_options(capacity))?.0)
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
@@ -354,7 +432,8 @@ impl SortRecorder {
     /// binding's regions (array b holds elements b*n .. b*n + n), as one sequence of passes: the
     /// batch parameter of NVIDIA's CUDA sample. With a GPU-side count, each array sorts its first
     /// min(count, n) elements. `n * batches` must fit the capacity and `batches` the device's
-    /// `maxComputeWorkGroupCount[1]`.
+    /// `maxComputeWorkGroupCount[1]`; more than one array needs a binding made with `batched`
+    /// (or a GPU-side count).
     ///
     /// # Safety
     /// As [`SortRecorder::record`].
@@ -366,8 +445,10 @@ impl SortRecorder {
         batches: u32,
         order: Order,
     ) -> Result<Recorded> {
+        let plan = self.plan(binding, n, batches, K::KIND, order)?;
         // SAFETY: forwarded from the caller.
-        unsafe { self.record_inner(cmd, binding, n, batches, K::KIND, order) }
+        unsafe { self.record_plan(cmd, binding, &plan, batches, &Extras::default()) };
+        Ok(Recorded { passes: plan.passes.len() })
     }
 
     /// [`SortRecorder::record`] with the key type as a value.
@@ -382,27 +463,36 @@ impl SortRecorder {
         kind: KeyKind,
         order: Order,
     ) -> Result<Recorded> {
+        let plan = self.plan(binding, n, 1, kind, order)?;
         // SAFETY: forwarded from the caller.
-        unsafe { self.record_inner(cmd, binding, n, 1, kind, order) }
+        unsafe { self.record_plan(cmd, binding, &plan, 1, &Extras::default()) };
+        Ok(Recorded { passes: plan.passes.len() })
     }
 
-    /// # Safety
-    /// As [`SortRecorder::record`].
-    unsafe fn record_inner(
-        &self,
-        cmd: vk::CommandBuffer,
-        binding: &SortBinding,
-        n: u32,
-        batches: u32,
-        kind: KeyKind,
-        order: Order,
-    ) -> Result<Recorded> {
+    /// A binding made by another recorder is an error.
+    fn check_own(&self, binding: &SortBinding) -> Result<()> {
         if binding.recorder != self.id {
             return Err(Error::InvalidOption {
                 name: "binding",
                 value: "from another recorder".into(),
                 reason: "a binding records only through the recorder that made it",
             });
+        }
+        Ok(())
+    }
+
+    /// Checks a sort against its binding and plans it (no passes for n < 2).
+    pub(crate) fn plan(
+        &self,
+        binding: &SortBinding,
+        n: u32,
+        batches: u32,
+        kind: KeyKind,
+        order: Order,
+    ) -> Result<Plan> {
+        self.check_own(binding)?;
+        if kind.width() != binding.width {
+            return Err(Error::KeyWidthMismatch { kind: kind.name(), bound: binding.width.bytes() * 8 });
         }
         let max_rows = self.info.limits.max_compute_work_group_count_y;
         if batches == 0 || batches > max_rows {
@@ -412,33 +502,83 @@ impl SortRecorder {
                 reason: "must be at least 1 and at most the device's maxComputeWorkGroupCount[1]",
             });
         }
+        if batches > 1 && !binding.batched && !binding.gpu_count {
+            return Err(Error::InvalidOption {
+                name: "batches",
+                value: batches.to_string(),
+                reason: "more than one array needs a binding made with BindDesc::batched",
+            });
+        }
         let total = n.checked_mul(batches).filter(|t| *t <= binding.capacity);
         if total.is_none() {
             return Err(Error::OverCapacity { n: n.saturating_mul(batches), capacity: binding.capacity });
         }
-        if n < 2 {
-            return Ok(Recorded { passes: 0 });
-        }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
-        let kernels = &self.kernels[binding.kernels].1;
-        let plan = Plan::new(n, kernels.geometry, key_flags(kind, order));
+        let geometry = self.kernels[binding.kernels].geometry;
+        Ok(Plan::new(n, geometry, key_flags(kind, order)))
+    }
+
+    /// The layouts every pipeline of this recorder was made with.
+    pub(crate) fn layouts(&self) -> &Layouts {
+        &self.layouts
+    }
+
+    /// Records a plan made by [`SortRecorder::plan`] for `binding`: its descriptor set, then
+    /// every pass (nothing for a plan without passes).
+    ///
+    /// # Safety
+    /// As [`SortRecorder::record`].
+    pub(crate) unsafe fn record_plan(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        plan: &Plan,
+        batches: u32,
+        extras: &Extras<'_>,
+    ) {
+        if plan.passes.is_empty() {
+            return;
+        }
         record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
-        let mut encoder = VulkanEncoder {
+        let mut encoder = self.encoder(cmd, binding, batches, extras);
+        let options = RecordOptions {
+            max_groups_per_dispatch: extras.max_groups.unwrap_or(self.info.limits.max_compute_work_group_count_x),
+            drop_barrier_before_pass: extras.drop_barrier_before_pass,
+        };
+        record::record_passes(&mut encoder, plan, &options);
+    }
+
+    /// An encoder into `cmd` for the pipelines of `binding`.
+    pub(crate) fn encoder<'a>(
+        &'a self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        batches: u32,
+        extras: &Extras<'a>,
+    ) -> VulkanEncoder<'a> {
+        VulkanEncoder {
             device: &self.device,
             cmd,
             layout: self.layouts.pipeline_layout,
-            kernels,
-            pass_timestamps: None,
-            barrier: PassBarrier::Memory,
+            kernels: &self.kernels[binding.kernels],
+            pass_timestamps: extras.pass_timestamps,
+            barrier: extras.barrier,
             batches,
-        };
-        let options = RecordOptions {
-            max_groups_per_dispatch: self.info.limits.max_compute_work_group_count_x,
-            drop_barrier_before_pass: None,
-        };
-        record::record_passes(&mut encoder, &plan, &options);
-        Ok(Recorded { passes: plan.passes.len() })
+        }
     }
+}
+
+/// What the standalone sorter's benchmarks and tests add to a recording.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Extras<'a> {
+    /// A timestamp after each pass: query `first + 1 + index` of this pool.
+    pub pass_timestamps: Option<(vk::QueryPool, u32)>,
+    /// How the barrier between passes is recorded.
+    pub barrier: PassBarrier<'a>,
+    /// Most workgroups per dispatch, if below the device's limit.
+    pub max_groups: Option<u32>,
+    /// Test-only: the pass before which no barrier is recorded.
+    pub drop_barrier_before_pass: Option<usize>,
 }
 
 impl Drop for SortRecorder {

@@ -148,6 +148,15 @@ pub enum Error {
         second: &'static str,
     },
 
+    /// A sort's key type is not the width its binding was made for.
+    #[error("{kind} keys do not fit a binding made for {bound}-bit keys: bind with the key_width of the keys sorted")]
+    KeyWidthMismatch {
+        /// The key type of the sort.
+        kind: &'static str,
+        /// The key width of the binding, in bits.
+        bound: u32,
+    },
+
     /// A recorded sort is larger than its binding's capacity.
     #[error("a sort of {n} elements does not fit its binding's capacity of {capacity}: bind a larger capacity")]
     OverCapacity {

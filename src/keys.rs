@@ -1,5 +1,5 @@
-//! Key types and their order images: each key maps to a u32 whose unsigned order is the key
-//! order. This is the CPU twin of `to_image`/`from_image` in `glsl/common.glsl`.
+//! Key types and their order images: each key maps to an unsigned integer of its width whose
+//! order is the key order. This is the CPU twin of `to_image`/`from_image` in `glsl/common.glsl`.
 
 use crate::push::{FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
 
@@ -23,15 +23,65 @@ pub enum KeyKind {
     /// `f32`, in IEEE total order as [`f32::total_cmp`]:
     /// -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN.
     F32,
+    /// `u64`.
+    U64,
+    /// `i64`.
+    I64,
+    /// `f64`, in IEEE total order as [`f64::total_cmp`].
+    F64,
+}
+
+/// How wide a key is: the kernels come in a build per width.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KeyWidth {
+    /// 4-byte keys: `u32`, `i32`, `f32`.
+    #[default]
+    Bits32,
+    /// 8-byte keys: `u64`, `i64`, `f64`.
+    Bits64,
+}
+
+impl KeyWidth {
+    /// Bytes per key.
+    pub fn bytes(self) -> u32 {
+        match self {
+            KeyWidth::Bits32 => 4,
+            KeyWidth::Bits64 => 8,
+        }
+    }
 }
 
 impl KeyKind {
-    /// The key kind as the shaders' `flags` field encodes it.
+    /// Every key kind.
+    pub const ALL: [KeyKind; 6] = [KeyKind::U32, KeyKind::I32, KeyKind::F32, KeyKind::U64, KeyKind::I64, KeyKind::F64];
+
+    /// The key kind as the shaders' `flags` field encodes it: unsigned, signed or float (the
+    /// width is a build of the kernels, not a flag).
     pub(crate) fn flag_bits(self) -> u32 {
         match self {
-            KeyKind::U32 => KEY_U32,
-            KeyKind::I32 => KEY_I32,
-            KeyKind::F32 => KEY_F32,
+            KeyKind::U32 | KeyKind::U64 => KEY_U32,
+            KeyKind::I32 | KeyKind::I64 => KEY_I32,
+            KeyKind::F32 | KeyKind::F64 => KEY_F32,
+        }
+    }
+
+    /// The key's width.
+    pub fn width(self) -> KeyWidth {
+        match self {
+            KeyKind::U32 | KeyKind::I32 | KeyKind::F32 => KeyWidth::Bits32,
+            KeyKind::U64 | KeyKind::I64 | KeyKind::F64 => KeyWidth::Bits64,
+        }
+    }
+
+    /// The Rust name of the key type.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyKind::U32 => "u32",
+            KeyKind::I32 => "i32",
+            KeyKind::F32 => "f32",
+            KeyKind::U64 => "u64",
+            KeyKind::I64 => "i64",
+            KeyKind::F64 => "f64",
         }
     }
 }
@@ -41,9 +91,12 @@ mod sealed {
     impl Sealed for u32 {}
     impl Sealed for i32 {}
     impl Sealed for f32 {}
+    impl Sealed for u64 {}
+    impl Sealed for i64 {}
+    impl Sealed for f64 {}
 }
 
-/// A key type the GPU can sort: `u32`, `i32` or `f32`.
+/// A key type the GPU can sort: `u32`, `i32`, `f32`, `u64`, `i64` or `f64`.
 pub trait SortKey: bytemuck::Pod + sealed::Sealed {
     /// How the shaders read this type.
     const KIND: KeyKind;
@@ -57,12 +110,57 @@ impl SortKey for i32 {
 impl SortKey for f32 {
     const KIND: KeyKind = KeyKind::F32;
 }
+impl SortKey for u64 {
+    const KIND: KeyKind = KeyKind::U64;
+}
+impl SortKey for i64 {
+    const KIND: KeyKind = KeyKind::I64;
+}
+impl SortKey for f64 {
+    const KIND: KeyKind = KeyKind::F64;
+}
+
+/// The key types a stable sort takes: the 4-byte ones. A stable sort packs each key's order image
+/// with the key's index into an 8-byte key, so that equal keys order by where they stood.
+pub trait StableKey: SortKey {}
+impl StableKey for u32 {}
+impl StableKey for i32 {}
+impl StableKey for f32 {}
 
 const SIGN: u32 = 0x8000_0000;
 
 /// The `flags` bits for a key kind and order (without the load/store bits).
 pub(crate) fn key_flags(kind: KeyKind, order: Order) -> u32 {
     kind.flag_bits() | if order == Order::Descending { FLAG_DESCENDING } else { 0 }
+}
+
+/// 8-byte key bits to order image, as `to_image` in the KEY64 builds of the shaders does for
+/// these `flags`.
+pub fn to_image64(bits: u64, flags: u32) -> u64 {
+    const SIGN64: u64 = 1 << 63;
+    let image = match flags & crate::push::KEY_KIND_MASK {
+        KEY_I32 => bits ^ SIGN64,
+        KEY_F32 if bits & SIGN64 != 0 => !bits,
+        KEY_F32 => bits ^ SIGN64,
+        _ => bits,
+    };
+    if flags & FLAG_DESCENDING != 0 {
+        !image
+    } else {
+        image
+    }
+}
+
+/// Order image back to 8-byte key bits: the inverse of [`to_image64`].
+pub fn from_image64(image: u64, flags: u32) -> u64 {
+    const SIGN64: u64 = 1 << 63;
+    let bits = if flags & FLAG_DESCENDING != 0 { !image } else { image };
+    match flags & crate::push::KEY_KIND_MASK {
+        KEY_I32 => bits ^ SIGN64,
+        KEY_F32 if bits & SIGN64 != 0 => bits ^ SIGN64,
+        KEY_F32 => !bits,
+        _ => bits,
+    }
 }
 
 /// Key bits to order image, as `to_image` in the shaders does for these `flags`.
@@ -172,6 +270,54 @@ mod tests {
                 let f = key_flags(kind, order);
                 for &b in &bits {
                     assert_eq!(from_image(to_image(b, f), f), b, "{kind:?} {order:?} {b:#x}");
+                }
+            }
+        }
+    }
+
+    fn special_f64() -> Vec<u64> {
+        let mut v: Vec<u64> = [
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            1.0,
+            -1.0,
+            f64::NAN,
+            -f64::NAN,
+        ]
+        .iter()
+        .map(|f: &f64| f.to_bits())
+        .collect();
+        v.extend([1, 1 << 63 | 1, 0x7ff0_0000_0000_0001, u64::MAX, 1 << 32, (1 << 32) - 1, 0xffff_ffff_0000_0000]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        v.extend((0..600).map(|_| rng.random::<u64>()));
+        // Keys that differ only in the low word, where a wrong word order would show.
+        v.extend((0..50).map(|i| 0x4000_0000_0000_0000 | (i * 0x1_0000_0001)));
+        v
+    }
+
+    #[test]
+    fn image64_order_is_key_order_and_inverts_for_every_kind_and_order() {
+        let bits = special_f64();
+        for kind in [KeyKind::U64, KeyKind::I64, KeyKind::F64] {
+            let key_cmp = |a: u64, b: u64| match kind {
+                KeyKind::U64 => a.cmp(&b),
+                KeyKind::I64 => (a as i64).cmp(&(b as i64)),
+                _ => f64::from_bits(a).total_cmp(&f64::from_bits(b)),
+            };
+            let asc = key_flags(kind, Order::Ascending);
+            let desc = key_flags(kind, Order::Descending);
+            for &a in &bits {
+                assert_eq!(from_image64(to_image64(a, asc), asc), a, "{kind:?} {a:#x}");
+                assert_eq!(from_image64(to_image64(a, desc), desc), a, "{kind:?} descending {a:#x}");
+                for &b in bits.iter().step_by(5) {
+                    assert_eq!(to_image64(a, asc).cmp(&to_image64(b, asc)), key_cmp(a, b), "{kind:?} {a:#x} {b:#x}");
+                    assert_eq!(to_image64(a, desc).cmp(&to_image64(b, desc)), key_cmp(b, a), "{kind:?} desc");
                 }
             }
         }

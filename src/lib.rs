@@ -1,8 +1,9 @@
 //! A bitonic sorting network on the GPU through Vulkan compute.
 //!
-//! Sorts `u32`, `i32` and `f32` keys, alone or with `u32` values, ascending or descending, for
-//! any length from 0 to the device's buffer limits, using no device memory beyond the elements
-//! themselves (plus host-visible staging for the upload and download).
+//! Sorts `u32`, `i32`, `f32`, `u64`, `i64` and `f64` keys, alone or with `u32` values, ascending
+//! or descending, stably on request, for any length from 0 to the device's buffer limits, using no
+//! device memory beyond the elements themselves (plus host-visible staging for the upload and
+//! download).
 //!
 //! ```no_run
 //! use bitonic_vk::{Context, ContextDesc, Order};
@@ -68,6 +69,6 @@ pub use context::{
 };
 pub use embed::{BindDesc, BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
 pub use error::{Error, Result};
-pub use keys::{KeyKind, Order, SortKey};
+pub use keys::{KeyKind, KeyWidth, Order, SortKey, StableKey};
 pub use record::BarrierFlavor;
 pub use sorter::{Calibration, PassStudy, PassSync, SortStats, Sorter, SorterDesc};

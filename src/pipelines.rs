@@ -7,7 +7,7 @@ use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::plan::{Geometry, PassKind, MAX_FUSED};
 use crate::push::PushConstants;
-use crate::shaders::{spirv, Payload, Variant};
+use crate::shaders::{spirv, Build, KeyWidth, Payload};
 
 /// The largest tile the local kernels use, whatever the shared memory: beyond it each invocation
 /// loops over more comparators per substage and the gain from fewer global passes flattens.
@@ -40,14 +40,20 @@ pub struct KernelOptions {
     pub local_workgroup_size: Option<u32>,
 }
 
-/// The tile and workgroup sizes for a payload on a device: the largest power-of-two tile whose
-/// keys (and values) fit in maxComputeSharedMemorySize, capped by [`MAX_TILE`] and the options.
-/// Returns the geometry and the local kernels' workgroup size.
-pub fn geometry_for(limits: &DeviceLimits, payload: Payload, options: KernelOptions) -> Result<(Geometry, u32)> {
-    let bytes_per_element = match payload {
-        Payload::Keys => 4,
-        Payload::Pairs => 8,
-    };
+/// The tile and workgroup sizes for a payload and key width on a device: the largest
+/// power-of-two tile whose keys (and values) fit in maxComputeSharedMemorySize, capped by
+/// [`MAX_TILE`] and the options. Returns the geometry and the local kernels' workgroup size.
+pub fn geometry_for(
+    limits: &DeviceLimits,
+    payload: Payload,
+    width: KeyWidth,
+    options: KernelOptions,
+) -> Result<(Geometry, u32)> {
+    let bytes_per_element = width.bytes()
+        + match payload {
+            Payload::Keys => 0,
+            Payload::Pairs => 4,
+        };
     let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
     if let Some(cap) = options.max_tile {
         if cap < 2 || !cap.is_power_of_two() {
@@ -159,8 +165,9 @@ pub(crate) struct Kernels {
     local_merge: vk::Pipeline,
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
-    /// Which build of the kernels (lean, batched, batched with a GPU-side count).
-    pub variant: Variant,
+    /// What the kernels move: keys alone or pairs.
+    /// Their build: payload, key width and variant.
+    pub build: Build,
 }
 
 impl Kernels {
@@ -168,31 +175,31 @@ impl Kernels {
         device: &ash::Device,
         layouts: &Layouts,
         limits: &DeviceLimits,
-        payload: Payload,
+        build: Build,
         options: KernelOptions,
         cache: vk::PipelineCache,
-        variant: Variant,
     ) -> Result<Kernels> {
-        let (geometry, local_wg) = geometry_for(limits, payload, options)?;
+        let Build { payload, width, variant } = build;
+        let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
         let mut kernels = Kernels {
             device: device.clone(),
             tile_sort: vk::Pipeline::null(),
             local_merge: vk::Pipeline::null(),
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
-            variant,
+            build,
         };
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group).
         let local = [local_wg, geometry.tile(), geometry.fused];
         kernels.tile_sort =
-            create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, variant), &local)?;
+            create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
         kernels.local_merge =
-            create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload, variant), &local)?;
+            create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload, width, variant), &local)?;
         for m in 1..=geometry.fused {
             let global = [geometry.global_wg, geometry.tile(), m];
             kernels.global_merge[m as usize - 1] =
-                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload, variant), &global)?;
+                create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload, width, variant), &global)?;
         }
         Ok(kernels)
     }

@@ -103,6 +103,13 @@ pub(crate) enum PassBarrier<'a> {
     Memory2(&'a ash::khr::synchronization2::Device),
 }
 
+impl Default for PassBarrier<'_> {
+    /// The global memory barrier that every sort records unless a study asks for another.
+    fn default() -> Self {
+        PassBarrier::Memory
+    }
+}
+
 impl PassBarrier<'_> {
     /// Records the barrier.
     pub fn record(&self, device: &ash::Device, cmd: vk::CommandBuffer) {

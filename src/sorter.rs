@@ -1,5 +1,8 @@
-//! The standalone sorter: host slices in, sorted host slices out. Owns the pipelines, a command
-//! buffer, a fence, timestamp queries and buffers that grow as needed and are reused across calls.
+//! The standalone sorter: host slices in, sorted host slices out. It is built on the embedding
+//! path: a [`SortRecorder`] of its own on the context's device makes the pipelines and records
+//! the passes through one [`SortBinding`] over the sorter's device buffers, exactly as a renderer's
+//! sorts are recorded. Around that it owns a command buffer, a fence, timestamp queries and
+//! buffers that grow as needed and are reused across calls.
 
 use std::time::{Duration, Instant};
 
@@ -8,12 +11,13 @@ use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
 
 use crate::context::{Context, Shared};
+use crate::embed::{BindDesc, BufferRegion, Extras, RecorderDesc, SortBinding, SortRecorder};
 use crate::error::{Error, Result};
-use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::pipelines::{KernelOptions, Kernels, Layouts, Probes};
+use crate::keys::{from_image, key_flags, to_image, KeyKind, KeyWidth, Order, SortKey, StableKey};
+use crate::pipelines::{KernelOptions, Probes};
 use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
 use crate::push::PushConstants;
-use crate::record::{self, BarrierFlavor, Encoder as _, PassBarrier, RecordOptions, VulkanEncoder};
+use crate::record::{self, BarrierFlavor, Encoder as _, PassBarrier};
 use crate::shaders::Payload;
 
 /// How to create a [`Sorter`].
@@ -131,6 +135,18 @@ struct Buffer {
     size: u64,
 }
 
+/// A Vulkan error of a call that makes a buffer: out of device or host memory is
+/// [`Error::OutOfMemory`] naming the buffer (drivers may refuse a buffer larger than their heap
+/// at creation, before any allocation), anything else the call's error.
+fn out_of_memory(e: vk::Result, what: &'static str, bytes: u64, call: &'static str) -> Error {
+    match e {
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+            Error::OutOfMemory { what, bytes }
+        }
+        e => Error::vk(call)(e),
+    }
+}
+
 impl Buffer {
     fn new(
         shared: &Shared,
@@ -143,7 +159,8 @@ impl Buffer {
         let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: `info` is complete; size is non-zero and within maxStorageBufferRange (checked
         // by the sorter before any buffer is made).
-        let raw = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
+        let raw =
+            unsafe { device.create_buffer(&info, None) }.map_err(|e| out_of_memory(e, what, size, "vkCreateBuffer"))?;
         // SAFETY: `raw` was just created on this device.
         let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
         let allocation = shared.allocator().allocate(&AllocationCreateDesc {
@@ -168,7 +185,7 @@ impl Buffer {
         // and is bound once, before any use.
         if let Err(e) = unsafe { device.bind_buffer_memory(raw, memory.0, memory.1) } {
             buffer.destroy(shared);
-            return Err(Error::vk("vkBindBufferMemory")(e));
+            return Err(out_of_memory(e, what, size, "vkBindBufferMemory"));
         }
         Ok(buffer)
     }
@@ -194,14 +211,17 @@ impl Buffer {
 /// Sorts host slices on the GPU. Pipelines, command buffer and buffers are made once and reused;
 /// the buffers grow to the largest input seen.
 pub struct Sorter {
+    // Field order is drop order: the probes and the recorder's pipelines go before `ctx`, which may
+    // hold the last reference to the device.
+    probes: Option<Probes>,
+    /// Makes the pipelines and records the passes, as for a renderer (see `embed`).
+    recorder: SortRecorder,
+    /// The binding over `keys` (and `values`), rebound before each sort; `None` before the first.
+    binding: Option<SortBinding>,
     ctx: Context,
     desc: SorterDesc,
     max_groups: u32,
     timeout: Duration,
-    layouts: Layouts,
-    /// Pipelines per payload and geometry, made on first use.
-    kernels: Vec<(Payload, Kernels)>,
-    probes: Option<Probes>,
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
@@ -210,8 +230,6 @@ pub struct Sorter {
     queries: vk::QueryPool,
     /// Queries in `queries`.
     query_capacity: u32,
-    descriptor_pool: vk::DescriptorPool,
-    set: vk::DescriptorSet,
     keys: Option<Buffer>,
     values: Option<Buffer>,
     staging_keys: Option<Buffer>,
@@ -253,24 +271,31 @@ impl Sorter {
             Some(cap) => cap.min(limits.max_compute_work_group_count_x),
             None => limits.max_compute_work_group_count_x,
         };
-        // Validate the tile option before creating anything.
-        crate::pipelines::geometry_for(&limits, Payload::Pairs, desc.kernel_options())?;
+        let options = desc.kernel_options();
+        // One binding, rebound for every sort (the sorter waits for each sort before the next).
+        let recorder_desc = RecorderDesc {
+            max_bindings: 1,
+            pipeline_cache: vk::PipelineCache::null(),
+            max_tile: options.max_tile,
+            max_fused_substages: options.max_fused,
+            local_workgroup_size: options.local_workgroup_size,
+        };
+        // Validates the tile options before anything else is created.
+        let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
         let mut sorter = Sorter {
+            probes: None,
+            recorder,
+            binding: None,
             ctx: ctx.clone(),
             desc: desc.clone(),
             max_groups,
             timeout: desc.timeout.unwrap_or(Duration::from_secs(120)),
-            layouts: Layouts::new(device)?,
-            kernels: Vec::new(),
-            probes: None,
             pool: vk::CommandPool::null(),
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             pending: false,
             queries: vk::QueryPool::null(),
             query_capacity: 0,
-            descriptor_pool: vk::DescriptorPool::null(),
-            set: vk::DescriptorSet::null(),
             keys: None,
             values: None,
             staging_keys: None,
@@ -303,17 +328,6 @@ impl Sorter {
                 unsafe { device.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
             sorter.query_capacity = capacity;
         }
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 3 }];
-        let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
-        // SAFETY: see above.
-        sorter.descriptor_pool =
-            unsafe { device.create_descriptor_pool(&info, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
-        let layouts = [sorter.layouts.set_layout];
-        let info =
-            vk::DescriptorSetAllocateInfo::default().descriptor_pool(sorter.descriptor_pool).set_layouts(&layouts);
-        // SAFETY: the pool has room for exactly this one set.
-        sorter.set =
-            unsafe { device.allocate_descriptor_sets(&info) }.map_err(Error::vk("vkAllocateDescriptorSets"))?[0];
         Ok(sorter)
     }
 
@@ -335,16 +349,22 @@ impl Sorter {
         &self.ctx
     }
 
-    /// The most elements one call can sort on this device.
+    /// The most 4-byte keys one call can sort on this device (8-byte keys: see
+    /// [`Sorter::max_elements_of`]).
     pub fn max_elements(&self) -> u64 {
-        max_elements(&self.ctx.shared.info.limits)
+        max_elements(&self.ctx.shared.info.limits, KeyWidth::Bits32)
+    }
+
+    /// The most keys of this kind one call can sort on this device.
+    pub fn max_elements_of(&self, kind: KeyKind) -> u64 {
+        max_elements(&self.ctx.shared.info.limits, kind.width())
     }
 
     /// The passes a sort of `n` elements records.
     pub fn plan(&mut self, n: usize, pairs: bool, kind: KeyKind, order: Order) -> Result<Plan> {
-        self.check_size(n)?;
+        self.check_size(n, kind.width())?;
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
-        let geometry = self.kernels(payload, n)?.geometry;
+        let geometry = self.recorder.geometry(payload, kind.width(), n as u32)?;
         Ok(Plan::new(n as u32, geometry, key_flags(kind, order)))
     }
 
@@ -354,7 +374,7 @@ impl Sorter {
     }
 
     /// Sorts `keys` in place and moves `values[i]` with `keys[i]`. Equal keys may come out in any
-    /// order.
+    /// order; [`Sorter::sort_pairs_stable`] keeps them in input order.
     pub fn sort_pairs<K: SortKey>(&mut self, keys: &mut [K], values: &mut [u32], order: Order) -> Result<SortStats> {
         if keys.len() != values.len() {
             return Err(Error::LengthMismatch { keys: keys.len(), values: values.len() });
@@ -362,37 +382,69 @@ impl Sorter {
         self.run(bytemuck::cast_slice_mut(keys), Some(values), K::KIND, order)
     }
 
-    fn check_size(&self, n: usize) -> Result<()> {
-        check_size(&self.ctx.shared.info.limits, n)
+    /// Sorts `keys` in place and moves `values[i]` with `keys[i]`, stably: equal keys keep the
+    /// order they had (in both orders). Each key's order image is packed with its index into an
+    /// 8-byte key on the host and sorted on the GPU with the values, so a stable sort moves 12
+    /// bytes per element instead of 8 and needs 8 more bytes per element of host memory. Keys
+    /// alone need no stable sort: equal keys are the same bits.
+    pub fn sort_pairs_stable<K: StableKey>(
+        &mut self,
+        keys: &mut [K],
+        values: &mut [u32],
+        order: Order,
+    ) -> Result<SortStats> {
+        if keys.len() != values.len() {
+            return Err(Error::LengthMismatch { keys: keys.len(), values: values.len() });
+        }
+        self.check_size(keys.len(), KeyWidth::Bits64)?;
+        let flags = key_flags(K::KIND, order);
+        let bits: &[u32] = bytemuck::cast_slice(keys);
+        // Ascending by (image, index): the image already carries the order.
+        let mut packed: Vec<u64> =
+            bits.iter().enumerate().map(|(i, &b)| u64::from(to_image(b, flags)) << 32 | i as u64).collect();
+        let stats = self.run(bytemuck::cast_slice_mut(&mut packed), Some(values), KeyKind::U64, Order::Ascending)?;
+        let bits: &mut [u32] = bytemuck::cast_slice_mut(keys);
+        for (b, p) in bits.iter_mut().zip(&packed) {
+            *b = from_image((p >> 32) as u32, flags);
+        }
+        Ok(stats)
     }
 
-    /// The kernels for a sort of n elements: tiles as large as shared memory allows, but small
-    /// enough that there are at least [`TILES_WANTED`] of them (down to [`SMALLEST_SIZED_TILE`]),
-    /// so that small sorts still spread over many workgroups. Made on first use and kept.
-    fn kernels(&mut self, payload: Payload, n: usize) -> Result<&Kernels> {
-        let mut options = self.desc.kernel_options();
-        let by_size = tile_for(n);
-        options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
-        let shared = &self.ctx.shared;
-        let (geometry, _) = crate::pipelines::geometry_for(&shared.info.limits, payload, options)?;
-        let found = self.kernels.iter().position(|(p, k)| *p == payload && k.geometry == geometry);
-        let index = match found {
-            Some(i) => i,
-            None => {
-                let kernels = Kernels::new(
-                    &shared.device,
-                    &self.layouts,
-                    &shared.info.limits,
-                    payload,
-                    options,
-                    vk::PipelineCache::null(),
-                    crate::shaders::Variant::Lean,
-                )?;
-                self.kernels.push((payload, kernels));
-                self.kernels.len() - 1
-            }
+    fn check_size(&self, n: usize, width: KeyWidth) -> Result<()> {
+        check_size(&self.ctx.shared.info.limits, n, width)
+    }
+
+    /// Points the sorter's binding at its device buffers for a sort of n elements (keys of
+    /// `width`, values with `pairs`), making the pipelines for it on first use. Tiles are as large
+    /// as shared memory allows but small enough that there are at least [`TILES_WANTED`] of them
+    /// (down to [`SMALLEST_SIZED_TILE`]), so that small sorts still spread over many workgroups:
+    /// the recorder sizes them for the capacity, which is n.
+    fn bind(&mut self, pairs: bool, width: KeyWidth, n: usize) -> Result<()> {
+        let region = |slot: &Option<Buffer>, bytes: u64| BufferRegion { buffer: raw(slot), offset: 0, size: bytes };
+        let desc = BindDesc {
+            keys: region(&self.keys, n as u64 * u64::from(width.bytes())),
+            values: pairs.then(|| region(&self.values, n as u64 * 4)),
+            capacity: n as u32,
+            key_width: width,
+            ..BindDesc::default()
         };
-        Ok(&self.kernels[index].1)
+        match &mut self.binding {
+            // SAFETY: no command buffer of this sorter is pending (callers settle first, and every
+            // submission is waited for) or recording, so none uses the set.
+            Some(binding) => unsafe { self.recorder.rebind(binding, &desc) },
+            None => {
+                self.binding = Some(self.recorder.bind(&desc)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// The binding made by `bind`.
+    fn binding(&self) -> &SortBinding {
+        match &self.binding {
+            Some(b) => b,
+            None => unreachable!("`bind` runs before anything is recorded"),
+        }
     }
 
     /// Fails at once on a lost device; waits for a submission left pending by an earlier timeout.
@@ -440,73 +492,66 @@ impl Sorter {
         Ok(())
     }
 
+    /// Sorts keys given as 4-byte words (two per key for 8-byte kinds).
     fn run(&mut self, keys: &mut [u32], values: Option<&mut [u32]>, kind: KeyKind, order: Order) -> Result<SortStats> {
-        let n = keys.len();
+        let n = keys.len() / words_per_key(kind);
+        if let Some(v) = &values {
+            if v.len() != n {
+                return Err(Error::LengthMismatch { keys: n, values: v.len() });
+            }
+        }
         if n < 2 {
             return Ok(SortStats { n, ..SortStats::default() });
         }
-        self.check_size(n)?;
+        self.check_size(n, kind.width())?;
         self.settle()?;
-        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
-        let geometry = self.kernels(payload, n)?.geometry;
-        let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
-        self.stage_input(keys, values.as_deref())?;
-        self.record(&plan, payload)?;
+        self.stage_input(keys, values.as_deref(), kind.width())?;
+        let plan = self.recorder.plan(self.binding(), n as u32, 1, kind, order)?;
+        self.record(&plan, kind.width())?;
         self.finish()?;
         let (gpu_time, pass_times) = self.gpu_times(plan.passes.len())?;
         self.read_back(keys, values)?;
         Ok(SortStats { n, passes: plan.passes.len(), gpu_time, pass_times })
     }
 
-    /// Makes the device and staging buffers hold n elements (values too with pairs), writes the
-    /// input to staging, and points the descriptor set at the device buffers.
-    fn stage_input(&mut self, keys: &[u32], values: Option<&[u32]>) -> Result<()> {
-        let bytes = keys.len() as u64 * 4;
+    /// Makes the device and staging buffers hold the input (`keys` as 4-byte words, values with
+    /// pairs), writes it to staging, and binds the device buffers for a sort of all of it.
+    fn stage_input(&mut self, keys: &[u32], values: Option<&[u32]>, width: KeyWidth) -> Result<()> {
+        let n = keys.len() / (width.bytes() as usize / 4);
+        let (key_bytes, value_bytes) = (keys.len() as u64 * 4, n as u64 * 4);
         let shared = self.ctx.shared.clone();
-        Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
-        Self::ensure(&shared, &mut self.staging_keys, "staging keys", bytes, STAGING, MemoryLocation::GpuToCpu)?;
+        Self::ensure(&shared, &mut self.keys, "keys", key_bytes, STORAGE, MemoryLocation::GpuOnly)?;
+        Self::ensure(&shared, &mut self.staging_keys, "staging keys", key_bytes, STAGING, MemoryLocation::GpuToCpu)?;
         if values.is_some() {
-            Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
+            Self::ensure(&shared, &mut self.values, "values", value_bytes, STORAGE, MemoryLocation::GpuOnly)?;
             Self::ensure(
                 &shared,
                 &mut self.staging_values,
                 "staging values",
-                bytes,
+                value_bytes,
                 STAGING,
                 MemoryLocation::GpuToCpu,
             )?;
         }
         if let Some(staging) = self.staging_keys.as_mut() {
-            staging.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
+            staging.mapped()?[..key_bytes as usize].copy_from_slice(bytemuck::cast_slice(keys));
         }
         if let (Some(v), Some(staging)) = (values, self.staging_values.as_mut()) {
-            staging.mapped()?[..bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
+            staging.mapped()?[..value_bytes as usize].copy_from_slice(bytemuck::cast_slice(v));
         }
-        // Keys alone: binding 1 is not used by the keys-only kernels; it points at the keys so that
-        // every descriptor in the set is valid.
-        let bound_values = if values.is_some() { raw(&self.values) } else { raw(&self.keys) };
-        self.bind_buffers(raw(&self.keys), bound_values);
-        Ok(())
+        self.bind(values.is_some(), width, n)
     }
 
     /// Reads a finished sort's result back from staging.
     fn read_back(&mut self, keys: &mut [u32], values: Option<&mut [u32]>) -> Result<()> {
-        let bytes = keys.len() * 4;
         if let Some(staging) = self.staging_keys.as_mut() {
-            keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes]));
+            keys.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..keys.len() * 4]));
         }
         if let (Some(v), Some(staging)) = (values, self.staging_values.as_mut()) {
+            let bytes = v.len() * 4;
             v.copy_from_slice(bytemuck::cast_slice(&staging.mapped()?[..bytes]));
         }
         Ok(())
-    }
-
-    /// The pipelines a plan was made for (created by `kernels` before the plan).
-    fn kernels_for(&self, payload: Payload, geometry: crate::plan::Geometry) -> &Kernels {
-        match self.kernels.iter().find(|(p, k)| *p == payload && k.geometry == geometry) {
-            Some((_, k)) => k,
-            None => unreachable!("`kernels` makes a plan's pipelines before the plan exists"),
-        }
     }
 
     /// Resets the command pool and begins the sorter's command buffer.
@@ -553,21 +598,22 @@ impl Sorter {
         if self.queries == vk::QueryPool::null() {
             return Ok(None);
         }
-        self.check_size(elements)?;
+        self.check_size(elements, KeyWidth::Bits32)?;
         self.settle()?;
         let words = (elements / 4).max(1) as u32;
         let bytes = u64::from(words) * 16;
         let shared = self.ctx.shared.clone();
         Self::ensure(&shared, &mut self.keys, "keys", bytes, STORAGE, MemoryLocation::GpuOnly)?;
         Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
-        self.bind_buffers(raw(&self.keys), raw(&self.values));
+        // The copy reads binding 0 and writes binding 1: the binding of a pair sort of the words.
+        self.bind(true, KeyWidth::Bits32, words as usize * 4)?;
         let probes = match &mut self.probes {
             Some(p) => p,
-            slot => slot.insert(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?),
+            slot => slot.insert(Probes::new(&shared.device, self.recorder.layouts(), &shared.info.limits)?),
         };
         let (copy, copy_wg) = (probes.copy, probes.copy_wg);
         let max_groups = self.max_groups;
-        let layout = self.layouts.pipeline_layout;
+        let layout = self.recorder.layouts().pipeline_layout;
         let median = |mut v: Vec<Duration>| {
             v.sort();
             v[v.len() / 2]
@@ -575,7 +621,7 @@ impl Sorter {
         let reps = reps.max(1);
         let mut copies = Vec::new();
         for _ in 0..reps {
-            copies.push(self.timed(|device, cmd| {
+            copies.push(self.timed(true, |device, cmd| {
                 record::bind_pipeline(device, cmd, copy);
                 let groups = words.div_ceil(copy_wg);
                 let mut offset = 0;
@@ -611,10 +657,9 @@ impl Sorter {
         // The buffer flavour needs buffers to name: the sorter's (made small if there are none yet).
         Self::ensure(&shared, &mut self.keys, "keys", 16, STORAGE, MemoryLocation::GpuOnly)?;
         Self::ensure(&shared, &mut self.values, "values", 16, STORAGE, MemoryLocation::GpuOnly)?;
-        self.bind_buffers(raw(&self.keys), raw(&self.values));
         let probes = match &mut self.probes {
             Some(p) => p,
-            slot => slot.insert(Probes::new(&shared.device, &self.layouts, &shared.info.limits)?),
+            slot => slot.insert(Probes::new(&shared.device, self.recorder.layouts(), &shared.info.limits)?),
         };
         let empty = probes.empty;
         let buffers = [raw(&self.keys), raw(&self.values)];
@@ -623,7 +668,7 @@ impl Sorter {
         let mut times = Vec::new();
         for _ in 0..reps.max(1) {
             times.push(
-                self.timed(|device, cmd| {
+                self.timed(false, |device, cmd| {
                     record::bind_pipeline(device, cmd, empty);
                     for i in 0..chain {
                         if let (Some(b), true) = (&flavor, i > 0) {
@@ -638,14 +683,17 @@ impl Sorter {
         Ok(Some(times[times.len() / 2]))
     }
 
-    /// Records `body` between two timestamps into the sorter's command buffer (descriptor set
-    /// bound), submits it, waits, and returns the GPU time between the timestamps.
-    fn timed(&mut self, body: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<Duration> {
+    /// Records `body` between two timestamps into the sorter's command buffer (with the
+    /// binding's descriptor set bound if `bound`; the empty probe reads no buffer), submits it,
+    /// waits, and returns the GPU time between the timestamps.
+    fn timed(&mut self, bound: bool, body: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<Duration> {
         self.begin()?;
         let device = &self.ctx.shared.device;
         let cmd = self.cmd;
         record::reset_queries(device, cmd, self.queries, 2);
-        record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
+        if bound {
+            record::bind_set(device, cmd, self.recorder.layouts().pipeline_layout, self.binding().set);
+        }
         record::timestamp(device, cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.queries, 0);
         body(device, cmd);
         record::timestamp(device, cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.queries, 1);
@@ -727,8 +775,8 @@ impl Sorter {
         kind: KeyKind,
         order: Order,
         reps: u32,
-    ) -> Result<Option<(Plan, Payload)>> {
-        let n = keys.len();
+    ) -> Result<Option<Plan>> {
+        let n = keys.len() / words_per_key(kind);
         if let Some(v) = &values {
             if v.len() != n {
                 return Err(Error::LengthMismatch { keys: n, values: v.len() });
@@ -740,20 +788,17 @@ impl Sorter {
         if n < 2 || self.queries == vk::QueryPool::null() {
             return Ok(None);
         }
-        self.check_size(n)?;
+        self.check_size(n, kind.width())?;
         self.settle()?;
         let pairs = values.is_some();
-        let payload = if pairs { Payload::Pairs } else { Payload::Keys };
-        let geometry = self.kernels(payload, n)?.geometry;
-        let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
-        self.stage_input(keys, values)?;
-        let bytes = n as u64 * 4;
+        self.stage_input(keys, values, kind.width())?;
+        let plan = self.recorder.plan(self.binding(), n as u32, 1, kind, order)?;
         let shared = self.ctx.shared.clone();
         Self::ensure(
             &shared,
             &mut self.pristine_keys,
             "benchmark input keys",
-            bytes,
+            keys.len() as u64 * 4,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -762,18 +807,18 @@ impl Sorter {
                 &shared,
                 &mut self.pristine_values,
                 "benchmark input values",
-                bytes,
+                n as u64 * 4,
                 STORAGE,
                 MemoryLocation::GpuOnly,
             )?;
         }
-        Ok(Some((plan, payload)))
+        Ok(Some(plan))
     }
 
     /// The copies of a repeated run: staging to pristine (upload), pristine to the sorted buffers
     /// (restore, before each sort), sorted buffers to staging (download).
-    fn repeated_copies(&self, n: usize, pairs: bool) -> [Vec<(vk::Buffer, vk::Buffer, u64)>; 3] {
-        let bytes = n as u64 * 4;
+    fn repeated_copies(&self, plan: &Plan, pairs: bool, width: KeyWidth) -> [Vec<(vk::Buffer, vk::Buffer, u64)>; 3] {
+        let bytes = (u64::from(plan.n) * u64::from(width.bytes()), u64::from(plan.n) * 4);
         let (k, pk, sk) = (raw(&self.keys), raw(&self.pristine_keys), raw(&self.staging_keys));
         let (v, pv, sv) = (raw(&self.values), raw(&self.pristine_values), raw(&self.staging_values));
         [
@@ -812,13 +857,13 @@ impl Sorter {
         per_pass: bool,
         flavor: BarrierFlavor,
     ) -> Result<Option<PassStudy>> {
-        let Some((plan, payload)) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
+        let Some(plan) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
             return Ok(None);
         };
-        let pairs = payload == Payload::Pairs;
+        let pairs = values.is_some();
         let per_sort = if per_pass { 1 + plan.passes.len() as u32 } else { 2 };
         self.ensure_queries(per_sort * reps)?;
-        let [upload, restore, download] = self.repeated_copies(keys.len(), pairs);
+        let [upload, restore, download] = self.repeated_copies(&plan, pairs, kind.width());
         let buffers: Vec<vk::Buffer> =
             if pairs { vec![raw(&self.keys), raw(&self.values)] } else { vec![raw(&self.keys)] };
         let shared = self.ctx.shared.clone();
@@ -836,11 +881,6 @@ impl Sorter {
             (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
             (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
         );
-        record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
-        let options = RecordOptions {
-            max_groups_per_dispatch: self.max_groups,
-            drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
-        };
         for rep in 0..reps {
             if rep > 0 {
                 // The previous sort's passes before this copy overwrites what they read and wrote.
@@ -855,16 +895,16 @@ impl Sorter {
             record::copy(device, cmd, &restore);
             record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, first);
             record::input_barrier(device, cmd);
-            let mut encoder = VulkanEncoder {
-                device,
-                cmd,
-                layout: self.layouts.pipeline_layout,
-                kernels: self.kernels_for(payload, plan.geometry),
+            let extras = Extras {
                 pass_timestamps: per_pass.then_some((self.queries, first)),
                 barrier,
-                batches: 1,
+                max_groups: Some(self.max_groups),
+                drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
             };
-            record::record_passes(&mut encoder, &plan, &options);
+            // SAFETY: `cmd` is recording (begun above), outside a render pass, on the compute
+            // queue; the binding, its buffers and the recorder outlive the submission, which
+            // `finish` waits for.
+            unsafe { self.recorder.record_plan(cmd, self.binding(), &plan, 1, &extras) };
             if !per_pass {
                 record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, first + 1);
             }
@@ -889,16 +929,16 @@ impl Sorter {
         order: Order,
         reps: u32,
     ) -> Result<Option<PassStudy>> {
-        let Some((plan, payload)) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
+        let Some(plan) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
             return Ok(None);
         };
-        let pairs = payload == Payload::Pairs;
+        let pairs = values.is_some();
         let per_sort = 1 + plan.passes.len() as u32;
         self.ensure_queries(per_sort * reps)?;
-        let [upload, restore, download] = self.repeated_copies(keys.len(), pairs);
+        let [upload, restore, download] = self.repeated_copies(&plan, pairs, kind.width());
         let shared = self.ctx.shared.clone();
         let device = &shared.device;
-        let layout = self.layouts.pipeline_layout;
+        let layout = self.recorder.layouts().pipeline_layout;
 
         self.begin()?;
         record::reset_queries(device, self.cmd, self.queries, per_sort * reps);
@@ -930,16 +970,13 @@ impl Sorter {
                 } else {
                     record::compute_barrier(device, cmd);
                 }
-                record::bind_set(device, cmd, layout, self.set);
-                let mut encoder = VulkanEncoder {
-                    device,
-                    cmd,
-                    layout,
-                    kernels: self.kernels_for(payload, plan.geometry),
+                record::bind_set(device, cmd, layout, self.binding().set);
+                let extras = Extras {
                     pass_timestamps: Some((self.queries, first)),
                     barrier: PassBarrier::Memory,
-                    batches: 1,
+                    ..Extras::default()
                 };
+                let mut encoder = self.recorder.encoder(cmd, self.binding(), 1, &extras);
                 encoder.bind_kernel(pass.kind, pass.substages);
                 record::dispatch_pass(&mut encoder, pass, self.max_groups);
                 encoder.pass_done(index);
@@ -975,33 +1012,14 @@ impl Sorter {
         PassStudy { plan, pass_times, totals, wall }
     }
 
-    /// Points the descriptor set at the buffers. Always written, even for the same handles: a
-    /// buffer replaced by `ensure` may come back with the handle value of the one destroyed.
-    fn bind_buffers(&mut self, keys: vk::Buffer, values: vk::Buffer) {
-        // Binding 2 (the GPU-side count of embedded sorts) is not declared by the kernels used here;
-        // it points at the keys so that every descriptor of the set is valid.
-        let infos =
-            [keys, values, keys].map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
-        let writes = [0, 1, 2].map(|b| {
-            vk::WriteDescriptorSet::default()
-                .dst_set(self.set)
-                .dst_binding(b)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(&infos[b as usize])
-        });
-        // SAFETY: the set is not in use by the GPU (the previous submission was waited for) and
-        // both buffers are live storage buffers.
-        unsafe { self.ctx.shared.device.update_descriptor_sets(&writes, &[]) };
-    }
-
     /// Records one sort: upload, every pass of `plan`, download, with timestamps where the queue
     /// has them.
-    fn record(&self, plan: &Plan, payload: Payload) -> Result<()> {
+    fn record(&self, plan: &Plan, width: KeyWidth) -> Result<()> {
         self.begin()?;
         let device = &self.ctx.shared.device;
         let cmd = self.cmd;
-        let pairs = payload == Payload::Pairs;
-        let bytes = u64::from(plan.n) * 4;
+        let pairs = self.binding().pairs();
+        let bytes = (u64::from(plan.n) * u64::from(width.bytes()), u64::from(plan.n) * 4);
         let (k, sk, v, sv) = (raw(&self.keys), raw(&self.staging_keys), raw(&self.values), raw(&self.staging_values));
         let timed = self.queries != vk::QueryPool::null();
         if timed {
@@ -1015,22 +1033,17 @@ impl Sorter {
             record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 0);
         }
         record::input_barrier(device, cmd);
-        record::bind_set(device, cmd, self.layouts.pipeline_layout, self.set);
         let per_pass = timed && self.desc.pass_timestamps;
-        let mut encoder = VulkanEncoder {
-            device,
-            cmd,
-            layout: self.layouts.pipeline_layout,
-            kernels: self.kernels_for(payload, plan.geometry),
+        let extras = Extras {
             pass_timestamps: per_pass.then_some((self.queries, 0)),
             barrier: PassBarrier::Memory,
-            batches: 1,
-        };
-        let options = RecordOptions {
-            max_groups_per_dispatch: self.max_groups,
+            max_groups: Some(self.max_groups),
             drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
         };
-        record::record_passes(&mut encoder, plan, &options);
+        // SAFETY: `cmd` is recording (begun above), outside a render pass, on the compute queue;
+        // the binding, its buffers and the recorder outlive the submission, which `finish` waits
+        // for.
+        unsafe { self.recorder.record_plan(cmd, self.binding(), plan, 1, &extras) };
         if timed && !per_pass {
             record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 1);
         }
@@ -1082,23 +1095,29 @@ fn pass_barrier<'a>(flavor: BarrierFlavor, shared: &'a Shared, buffers: &'a [vk:
     }
 }
 
-/// The most elements one buffer binding of this device holds (and the shaders can index).
-pub(crate) fn max_elements(l: &crate::context::DeviceLimits) -> u64 {
-    (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / 4).min(MAX_ELEMENTS)
+/// The most keys of a width one buffer binding of this device holds (and the shaders can index).
+pub(crate) fn max_elements(l: &crate::context::DeviceLimits, width: KeyWidth) -> u64 {
+    (u64::from(l.max_storage_buffer_range).min(l.max_memory_allocation_size) / u64::from(width.bytes()))
+        .min(MAX_ELEMENTS)
 }
 
-/// `TooLarge`, naming the first limit n elements exceed, if any.
-pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize) -> Result<()> {
-    let bytes = n as u64 * 4;
+/// 4-byte words per key of this kind.
+fn words_per_key(kind: KeyKind) -> usize {
+    kind.width().bytes() as usize / 4
+}
+
+/// `TooLarge`, naming the first limit n keys of `width` exceed, if any.
+pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize, width: KeyWidth) -> Result<()> {
+    let bytes = n as u64 * u64::from(width.bytes());
     let exceeded = [
         ("maxStorageBufferRange", u64::from(l.max_storage_buffer_range)),
         ("maxMemoryAllocationSize", l.max_memory_allocation_size),
-        ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * 4),
+        ("the shaders' 32-bit indexing (2^31 elements)", MAX_ELEMENTS * u64::from(width.bytes())),
     ]
     .into_iter()
     .find(|(_, value)| bytes > *value);
     match exceeded {
-        Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max: max_elements(l) }),
+        Some((limit, value)) => Err(Error::TooLarge { n, bytes, limit, value, max: max_elements(l, width) }),
         None => Ok(()),
     }
 }
@@ -1117,16 +1136,16 @@ fn raw(slot: &Option<Buffer>) -> vk::Buffer {
     slot.as_ref().map_or(vk::Buffer::null(), |b| b.raw)
 }
 
-/// Copies of `bytes` from source to destination: the keys, and with `pairs` the values too.
+/// Copies from source to destination of the keys' bytes, and with `pairs` of the values' too.
 fn copies(
     pairs: bool,
-    bytes: u64,
+    (key_bytes, value_bytes): (u64, u64),
     keys: (vk::Buffer, vk::Buffer),
     values: (vk::Buffer, vk::Buffer),
 ) -> Vec<(vk::Buffer, vk::Buffer, u64)> {
-    let mut list = vec![(keys.0, keys.1, bytes)];
+    let mut list = vec![(keys.0, keys.1, key_bytes)];
     if pairs {
-        list.push((values.0, values.1, bytes));
+        list.push((values.0, values.1, value_bytes));
     }
     list
 }
@@ -1135,6 +1154,16 @@ fn copies(
 fn ticks_to_duration(start: u64, end: u64, limits: &crate::context::DeviceLimits) -> Duration {
     let mask = if limits.timestamp_valid_bits >= 64 { u64::MAX } else { (1u64 << limits.timestamp_valid_bits) - 1 };
     Duration::from_nanos((((end.wrapping_sub(start)) & mask) as f64 * f64::from(limits.timestamp_period)) as u64)
+}
+
+impl Context {
+    /// Test-only: makes and frees one device-local storage buffer of `bytes` by the path every
+    /// buffer of the sorter takes, so that a test can ask for more memory than the device has.
+    #[doc(hidden)]
+    pub fn allocate_for_tests(&self, bytes: u64) -> Result<()> {
+        Buffer::new(&self.shared, "a test buffer", bytes, STORAGE, MemoryLocation::GpuOnly)?.destroy(&self.shared);
+        Ok(())
+    }
 }
 
 impl Drop for Sorter {
@@ -1158,12 +1187,11 @@ impl Drop for Sorter {
                 b.destroy(&shared);
             }
         }
-        self.kernels.clear();
         self.probes = None;
         // SAFETY: no submission of this sorter is pending (waited above); each handle was created
-        // on this device by `new`, or is null, which the destroy calls ignore.
+        // on this device by `new`, or is null, which the destroy calls ignore. The recorder (the
+        // pipelines, layouts and descriptor pool) drops after this, before `ctx`.
         unsafe {
-            device.destroy_descriptor_pool(self.descriptor_pool, None);
             device.destroy_query_pool(self.queries, None);
             device.destroy_fence(self.fence, None);
             device.destroy_command_pool(self.pool, None);

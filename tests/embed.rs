@@ -9,7 +9,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
 use ash::vk;
-use bitonic_vk::{BindDesc, BufferRegion, Error, Order, RecorderDesc, SortRecorder};
+use bitonic_vk::{BindDesc, BufferRegion, Error, KeyWidth, Order, RecorderDesc, SortRecorder};
 use rand::{Rng, SeedableRng};
 
 static ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -219,7 +219,13 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     let values5: Vec<u32> = (0..cap5).collect();
     let off_k5 = align(off_c4 + 4, a);
     let off_v5 = align(off_k5 + u64::from(cap5) * 4, a);
-    let total = off_v5 + u64::from(cap5) * 4;
+    // Sort 6: 1500 i64 keys with values, descending, in 8-byte-key kernels.
+    let n6 = 1500u32;
+    let keys6: Vec<i64> = (0..n6).map(|_| rng.random_range(-3..3) * (1 << 40) + rng.random_range(-5..5)).collect();
+    let values6: Vec<u32> = (0..n6).collect();
+    let off_k6 = align(off_v5 + u64::from(cap5) * 4, a.max(8));
+    let off_v6 = align(off_k6 + u64::from(n6) * 8, a);
+    let total = off_v6 + u64::from(n6) * 4;
     let storage = r.buffer(
         total,
         vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
@@ -239,16 +245,21 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     staging.write(off_c4, &[count4]);
     staging.write(off_k5, bytemuck::cast_slice(&keys5));
     staging.write(off_v5, &values5);
+    staging.write(off_k6, bytemuck::cast_slice(&keys6));
+    staging.write(off_v6, &values6);
 
     // SAFETY: the instance, physical device and device are live until the recorder is dropped.
     let mut sorter =
         unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &RecorderDesc::default()) }.expect("recorder");
     let region = |offset: u64, n: u32| BufferRegion { buffer: storage.buffer, offset, size: u64::from(n) * 4 };
-    let keys_only = |keys, capacity| BindDesc { keys, values: None, count: None, capacity };
+    let keys_only = |keys, capacity| BindDesc { keys, capacity, ..BindDesc::default() };
     let b1 = sorter
         .bind(&BindDesc { values: Some(region(off_v1, n1)), ..keys_only(region(off_k1, n1), n1) })
         .expect("bind 1");
-    let b2 = sorter.bind(&keys_only(region(off_k2, cap2), cap2)).expect("bind 2");
+    // Bound first to the wrong region, then moved: sort 2 must sort its own keys.
+    let mut b2 = sorter.bind(&keys_only(region(off_k1, cap2), cap2)).expect("bind 2");
+    // SAFETY: no command buffer uses b2 yet.
+    unsafe { sorter.rebind(&mut b2, &keys_only(region(off_k2, cap2), cap2)) }.expect("rebind 2");
     let b3 = sorter
         .bind(&BindDesc { count: Some(region(off_c3, 1)), ..keys_only(region(off_k3, cap3), cap3) })
         .expect("bind 3");
@@ -256,9 +267,19 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
         .bind(&BindDesc { count: Some(region(off_c4, 1)), ..keys_only(region(off_k4, cap4), cap4) })
         .expect("bind 4");
     let b5 = sorter
-        .bind(&BindDesc { values: Some(region(off_v5, cap5)), ..keys_only(region(off_k5, cap5), cap5) })
+        .bind(&BindDesc { values: Some(region(off_v5, cap5)), batched: true, ..keys_only(region(off_k5, cap5), cap5) })
         .expect("bind 5");
+    let b6 = sorter
+        .bind(&BindDesc {
+            keys: BufferRegion { buffer: storage.buffer, offset: off_k6, size: u64::from(n6) * 8 },
+            values: Some(region(off_v6, n6)),
+            key_width: KeyWidth::Bits64,
+            capacity: n6,
+            ..BindDesc::default()
+        })
+        .expect("bind 6");
     assert!(b1.pairs() && !b2.pairs() && b3.gpu_count() && !b2.gpu_count());
+    assert_eq!(b6.key_width(), KeyWidth::Bits64);
 
     // Bad bindings are refused before anything is recorded.
     if a > 1 {
@@ -284,6 +305,10 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     assert!(matches!(err, Error::OverlappingRegions { .. }), "{err}");
     let err = sorter.bind(&keys_only(region(off_k1, 10), 0)).expect_err("capacity 0");
     assert!(matches!(err, Error::InvalidOption { name: "capacity", .. }), "{err}");
+    let err = sorter
+        .bind(&BindDesc { key_width: KeyWidth::Bits64, ..keys_only(region(off_k1, 10), 10) })
+        .expect_err("8-byte keys in a region for 4-byte ones");
+    assert!(matches!(err, Error::BufferTooSmall { needed: 80, .. }), "{err}");
 
     let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
     // SAFETY: plain creation on the live device.
@@ -324,7 +349,18 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     assert!(matches!(err, Error::InvalidOption { name: "batches", .. }), "{err}");
     // SAFETY: as above.
     let p5 = unsafe { sorter.record_batches::<f32>(cmd, &b5, len5, batches5, Order::Ascending) }.expect("record 5");
-    assert!(p1.passes >= 1 && p2.passes >= 1 && p3.passes >= 1 && p4.passes >= 1 && p5.passes >= 1);
+    // SAFETY: as above.
+    let err = unsafe { sorter.record_batches::<u32>(cmd, &b1, 100, 2, Order::Ascending) }.expect_err("not batched");
+    assert!(matches!(err, Error::InvalidOption { name: "batches", .. }), "{err}");
+    // SAFETY: as above.
+    let err = unsafe { sorter.record::<u32>(cmd, &b6, n6, Order::Ascending) }.expect_err("4-byte keys, 8-byte binding");
+    assert!(matches!(err, Error::KeyWidthMismatch { .. }), "{err}");
+    // SAFETY: as above.
+    let err = unsafe { sorter.record::<u64>(cmd, &b1, n1, Order::Ascending) }.expect_err("8-byte keys, 4-byte binding");
+    assert!(matches!(err, Error::KeyWidthMismatch { .. }), "{err}");
+    // SAFETY: as above.
+    let p6 = unsafe { sorter.record::<i64>(cmd, &b6, n6, Order::Descending) }.expect("record 6");
+    assert!([p1, p2, p3, p4, p5, p6].iter().all(|p| p.passes >= 1));
     barrier(
         &r,
         cmd,
@@ -393,6 +429,22 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
             assert!(range.contains(&v), "batch {b}: value {v} came from another array");
             assert_eq!(keys5[v].to_bits(), got_k5[i], "batch {b}: pair {i} split");
         }
+    }
+
+    // 8-byte keys: descending i64, values with them.
+    let got_k6: Vec<i64> = staging
+        .read(off_k6, 2 * n6 as usize)
+        .chunks_exact(2)
+        .map(|w| (u64::from(w[1]) << 32 | u64::from(w[0])) as i64)
+        .collect();
+    let got_v6 = staging.read(off_v6, n6 as usize);
+    let mut expect6 = keys6.clone();
+    expect6.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(got_k6, expect6);
+    let mut seen = vec![false; n6 as usize];
+    for (i, &v) in got_v6.iter().enumerate() {
+        assert!(!std::mem::replace(&mut seen[v as usize], true), "value {v} twice");
+        assert_eq!(keys6[v as usize], got_k6[i], "i64 pair {i} split");
     }
 
     drop(sorter);

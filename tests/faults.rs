@@ -1,5 +1,6 @@
 //! Faults that can be provoked on any device: a fence timeout (the sort's resources and the
 //! caller's input survive it, and the sorter recovers), a lost device (later calls fail at once),
+//! an allocation larger than the device's memory (an error, after which the context still sorts),
 //! and the thread-safety markers of the public types.
 
 use std::time::Duration;
@@ -68,4 +69,26 @@ fn after_a_lost_device_every_sort_fails_at_once() {
     let mut values = vec![0u32; 5];
     assert!(matches!(sorter.sort_pairs(&mut keys, &mut values, Order::Ascending), Err(Error::DeviceLost { .. })));
     assert!(matches!(sorter.time_repeated(&mut keys, None, Order::Ascending, 2), Err(Error::DeviceLost { .. })));
+}
+
+#[test]
+fn an_allocation_larger_than_the_device_memory_is_an_error_and_the_context_still_sorts() {
+    let ctx = context();
+    let heap = ctx.device_info().device_local_memory;
+    assert!(heap > 0, "the device reports no device-local heap");
+    let bytes = heap.saturating_mul(2);
+    match ctx.allocate_for_tests(bytes) {
+        Err(e @ Error::OutOfMemory { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains(&bytes.to_string()), "{message}");
+        }
+        other => panic!("expected OutOfMemory for {bytes} bytes on a {heap}-byte heap, got {other:?}"),
+    }
+    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("sorter: {e}"));
+    let mut keys: Vec<u32> = (0..10_000u32).rev().collect();
+    sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort after the failed allocation: {e}"));
+    assert!(keys.iter().copied().eq(0..10_000), "sorted after the failed allocation");
+    drop(sorter);
+    let errors = ctx.validation_errors();
+    assert!(errors.is_empty(), "validation errors: {errors:#?}");
 }

@@ -1,7 +1,8 @@
 //! Sorts on the default Vulkan device (lavapipe in CI) with the validation layer and
 //! synchronization validation on, against an independent reference: the standard library's sort
-//! (`f32::total_cmp` for f32). Every result is compared bit for bit; pairs are checked as
-//! `out_key[i] == in_key[out_value[i]]` with the values a permutation.
+//! (`total_cmp` for floats). Every result is compared bit for bit; pairs are checked as
+//! `out_key[i] == in_key[out_value[i]]` with the values a permutation. Inputs are made as 64-bit
+//! patterns; 4-byte key types take their low half.
 //!
 //! Environment, for runs on a real GPU:
 //! - `BITONIC_VK_TEST_LARGE_LOG2` (default 20): log2 of the size of the large-n test;
@@ -11,11 +12,11 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use bitonic_vk::{Context, ContextDesc, Error, KeyKind, Order, Sorter, SorterDesc};
+use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const KINDS: [KeyKind; 3] = [KeyKind::U32, KeyKind::I32, KeyKind::F32];
+const KINDS: [KeyKind; 6] = KeyKind::ALL;
 const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
 
 fn context() -> &'static Context {
@@ -53,26 +54,35 @@ fn env_u32(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// The reference order of key bits of a kind.
-fn compare(kind: KeyKind, a: u32, b: u32) -> std::cmp::Ordering {
+/// The reference order of key bits of a kind (4-byte kinds: the low half).
+fn compare(kind: KeyKind, a: u64, b: u64) -> std::cmp::Ordering {
     match kind {
-        KeyKind::U32 => a.cmp(&b),
+        KeyKind::U32 => (a as u32).cmp(&(b as u32)),
         KeyKind::I32 => (a as i32).cmp(&(b as i32)),
-        KeyKind::F32 => f32::from_bits(a).total_cmp(&f32::from_bits(b)),
+        KeyKind::F32 => f32::from_bits(a as u32).total_cmp(&f32::from_bits(b as u32)),
+        KeyKind::U64 => a.cmp(&b),
+        KeyKind::I64 => (a as i64).cmp(&(b as i64)),
+        KeyKind::F64 => f64::from_bits(a).total_cmp(&f64::from_bits(b)),
     }
 }
 
-/// Sorts key bits as the given kind on the GPU.
+/// Whether the kind's keys are 4 bytes.
+fn narrow(kind: KeyKind) -> bool {
+    kind.width() == KeyWidth::Bits32
+}
+
+/// Sorts key bits as the given kind on the GPU (4-byte kinds: the low halves, which must be all
+/// there is).
 fn gpu_sort(
     sorter: &mut Sorter,
     kind: KeyKind,
     order: Order,
-    keys: &mut [u32],
+    keys: &mut [u64],
     values: Option<&mut [u32]>,
 ) -> bitonic_vk::Result<usize> {
-    fn typed<K: bitonic_vk::SortKey>(
+    fn typed<K: bitonic_vk::SortKey, W: bytemuck::Pod>(
         s: &mut Sorter,
-        k: &mut [u32],
+        k: &mut [W],
         v: Option<&mut [u32]>,
         o: Order,
     ) -> bitonic_vk::Result<usize> {
@@ -82,10 +92,21 @@ fn gpu_sort(
             None => s.sort(k, o)?.passes,
         })
     }
-    match kind {
-        KeyKind::U32 => typed::<u32>(sorter, keys, values, order),
-        KeyKind::I32 => typed::<i32>(sorter, keys, values, order),
-        KeyKind::F32 => typed::<f32>(sorter, keys, values, order),
+    if narrow(kind) {
+        let mut words: Vec<u32> = keys.iter().map(|&k| k as u32).collect();
+        let passes = match kind {
+            KeyKind::U32 => typed::<u32, u32>(sorter, &mut words, values, order),
+            KeyKind::I32 => typed::<i32, u32>(sorter, &mut words, values, order),
+            _ => typed::<f32, u32>(sorter, &mut words, values, order),
+        }?;
+        keys.iter_mut().zip(words).for_each(|(k, w)| *k = u64::from(w));
+        Ok(passes)
+    } else {
+        match kind {
+            KeyKind::U64 => typed::<u64, u64>(sorter, keys, values, order),
+            KeyKind::I64 => typed::<i64, u64>(sorter, keys, values, order),
+            _ => typed::<f64, u64>(sorter, keys, values, order),
+        }
     }
 }
 
@@ -95,22 +116,23 @@ fn verify(
     kind: KeyKind,
     order: Order,
     pairs: bool,
-    input: &[u32],
+    input: &[u64],
     what: &str,
 ) -> Result<(), String> {
-    let mut expect = input.to_vec();
+    let input: Vec<u64> = input.iter().map(|&b| if narrow(kind) { u64::from(b as u32) } else { b }).collect();
+    let mut expect = input.clone();
     expect.sort_by(|a, b| compare(kind, *a, *b));
     if order == Order::Descending {
         expect.reverse();
     }
-    let mut keys = input.to_vec();
+    let mut keys = input.clone();
     let mut values: Vec<u32> = (0..input.len() as u32).collect();
     let what = format!("{what}: {kind:?} {order:?} {} n={}", if pairs { "pairs" } else { "keys" }, input.len());
     gpu_sort(sorter, kind, order, &mut keys, pairs.then_some(&mut values[..])).map_err(|e| format!("{what}: {e}"))?;
     if let Some(i) = (0..keys.len()).find(|&i| keys[i] != expect[i]) {
         let wrong = (0..keys.len()).filter(|&i| keys[i] != expect[i]).count();
         return Err(format!(
-            "{what}: key {i} is {:#010x}, the reference has {:#010x} ({wrong} keys differ)",
+            "{what}: key {i} is {:#x}, the reference has {:#x} ({wrong} keys differ)",
             keys[i], expect[i]
         ));
     }
@@ -129,14 +151,14 @@ fn verify(
 }
 
 /// [`verify`], failing the test on any difference.
-fn check(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u32], what: &str) {
+fn check(sorter: &mut Sorter, kind: KeyKind, order: Order, pairs: bool, input: &[u64], what: &str) {
     if let Err(message) = verify(sorter, kind, order, pairs, input, what) {
         panic!("{message}");
     }
 }
 
 /// Runs `check` for every key type, order and payload.
-fn check_all(sorter: &mut Sorter, input_for: impl Fn(KeyKind) -> Vec<u32>, what: &str) {
+fn check_all(sorter: &mut Sorter, input_for: impl Fn(KeyKind) -> Vec<u64>, what: &str) {
     for kind in KINDS {
         let input = input_for(kind);
         for order in ORDERS {
@@ -148,10 +170,12 @@ fn check_all(sorter: &mut Sorter, input_for: impl Fn(KeyKind) -> Vec<u32>, what:
 }
 
 /// The bits of a small integer as a key of `kind`.
-fn num(kind: KeyKind, x: i64) -> u32 {
+fn num(kind: KeyKind, x: i64) -> u64 {
     match kind {
-        KeyKind::F32 => (x as f32).to_bits(),
-        _ => x as i32 as u32,
+        KeyKind::F32 => u64::from((x as f32).to_bits()),
+        KeyKind::F64 => (x as f64).to_bits(),
+        KeyKind::U64 | KeyKind::I64 => x as u64,
+        _ => u64::from(x as i32 as u32),
     }
 }
 
@@ -182,14 +206,14 @@ fn sorts_awkward_sizes_for_every_key_type_order_and_payload() {
     sizes.sort_unstable();
     sizes.dedup();
     for n in sizes {
-        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
         check_all(&mut sorter, |_| input.clone(), "random bits");
     }
     assert_validation_clean();
 }
 
 /// Makes the key bits of one distribution for a key kind.
-type Distribution<'a> = Box<dyn Fn(KeyKind) -> Vec<u32> + 'a>;
+type Distribution<'a> = Box<dyn Fn(KeyKind) -> Vec<u64> + 'a>;
 
 #[test]
 fn sorts_every_distribution() {
@@ -198,7 +222,7 @@ fn sorts_every_distribution() {
     let (tile, _) = tiles(&mut sorter);
     for n in [1000usize, tile as usize + 1, 3 * tile as usize + 17, 100_003] {
         let pool: Vec<i64> = (0..4).map(|_| rng.random_range(-1000..1000)).collect();
-        let random: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let random: Vec<u64> = (0..n).map(|_| rng.random()).collect();
         let distributions: Vec<(&str, Distribution)> = vec![
             ("random", Box::new(|_| random.clone())),
             ("all equal", Box::new(|k| vec![num(k, pool[0]); n])),
@@ -220,14 +244,17 @@ fn sorts_every_distribution() {
                 }),
             ),
             ("sawtooth", Box::new(|k| (0..n).map(|i| num(k, (i % 97) as i64 - 48)).collect())),
-            ("zero-one", Box::new(|k| random.iter().map(|r| num(k, i64::from(r & 1))).collect())),
+            ("zero-one", Box::new(|k| random.iter().map(|r| num(k, (r & 1) as i64)).collect())),
             (
                 "min, max and zero",
                 Box::new(|k| {
                     let extremes = match k {
-                        KeyKind::U32 => [0, u32::MAX, 0],
-                        KeyKind::I32 => [i32::MIN as u32, i32::MAX as u32, 0],
-                        _ => [f32::MIN.to_bits(), f32::MAX.to_bits(), 0],
+                        KeyKind::U32 => [0, u64::from(u32::MAX), 0],
+                        KeyKind::I32 => [u64::from(i32::MIN as u32), i32::MAX as u64, 0],
+                        KeyKind::F32 => [u64::from(f32::MIN.to_bits()), u64::from(f32::MAX.to_bits()), 0],
+                        KeyKind::U64 => [0, u64::MAX, 0],
+                        KeyKind::I64 => [i64::MIN as u64, i64::MAX as u64, 0],
+                        KeyKind::F64 => [f64::MIN.to_bits(), f64::MAX.to_bits(), 0],
                     };
                     random.iter().map(|r| extremes[*r as usize % 3]).collect()
                 }),
@@ -273,12 +300,62 @@ fn f32_specials_sort_in_total_order() {
     ])
     .collect();
     for n in [specials.len(), 100, 4097, 50_001] {
-        let input: Vec<u32> = (0..n)
+        let input: Vec<u64> = (0..n)
             .map(|i| if i < specials.len() { specials[i] } else { specials[rng.random_range(0..specials.len())] })
+            .map(u64::from)
             .collect();
         for order in ORDERS {
             for pairs in [false, true] {
                 check(&mut sorter, KeyKind::F32, order, pairs, &input, "f32 specials");
+            }
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn f64_specials_sort_in_total_order() {
+    let mut rng = rng("f64 specials");
+    let mut sorter = sorter();
+    let specials: Vec<u64> = [
+        0.0f64,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MAX,
+        f64::MIN,
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::EPSILON,
+        1.0,
+        -1.0,
+        // Equal high words: only the low word orders these.
+        1.0 + f64::EPSILON,
+        -1.0 - f64::EPSILON,
+    ]
+    .iter()
+    .map(|f| f.to_bits())
+    .chain([
+        0x7ff8_0000_0000_0000, // quiet NaN
+        0xfff8_0000_0000_0000, // negative quiet NaN
+        0x7ff0_0000_0000_0001, // signalling NaN
+        0xfff0_0000_0000_0001, // negative signalling NaN
+        0x7fff_ffff_ffff_ffff, // the largest +NaN
+        0xffff_ffff_ffff_ffff, // the smallest -NaN
+        0x0000_0000_0000_0001, // smallest subnormal
+        0x8000_0000_0000_0001, // its negative
+        0x0000_0001_0000_0000, // a subnormal with an empty low word
+        0x000f_ffff_ffff_ffff, // largest subnormal
+        0x800f_ffff_ffff_ffff,
+    ])
+    .collect();
+    for n in [specials.len(), 100, 4097, 50_001] {
+        let input: Vec<u64> = (0..n)
+            .map(|i| if i < specials.len() { specials[i] } else { specials[rng.random_range(0..specials.len())] })
+            .collect();
+        for order in ORDERS {
+            for pairs in [false, true] {
+                check(&mut sorter, KeyKind::F64, order, pairs, &input, "f64 specials");
             }
         }
     }
@@ -293,20 +370,26 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
     // The largest key of each kind in ascending order, and the smallest for descending: the values
     // a sentinel-padding sort would confuse with its padding.
     let extremes = [
-        (KeyKind::U32, Order::Ascending, u32::MAX),
-        (KeyKind::I32, Order::Ascending, i32::MAX as u32),
-        (KeyKind::F32, Order::Ascending, f32::INFINITY.to_bits()),
+        (KeyKind::U32, Order::Ascending, u64::from(u32::MAX)),
+        (KeyKind::I32, Order::Ascending, i32::MAX as u64),
+        (KeyKind::F32, Order::Ascending, u64::from(f32::INFINITY.to_bits())),
         (KeyKind::F32, Order::Ascending, 0x7fc0_0000),
         (KeyKind::F32, Order::Ascending, 0x7fff_ffff),
         (KeyKind::U32, Order::Descending, 0),
-        (KeyKind::I32, Order::Descending, i32::MIN as u32),
-        (KeyKind::F32, Order::Descending, f32::NEG_INFINITY.to_bits()),
+        (KeyKind::I32, Order::Descending, u64::from(i32::MIN as u32)),
+        (KeyKind::F32, Order::Descending, u64::from(f32::NEG_INFINITY.to_bits())),
         (KeyKind::F32, Order::Descending, 0xffff_ffff),
+        (KeyKind::U64, Order::Ascending, u64::MAX),
+        (KeyKind::I64, Order::Ascending, i64::MAX as u64),
+        (KeyKind::F64, Order::Ascending, 0x7fff_ffff_ffff_ffff),
+        (KeyKind::U64, Order::Descending, 0),
+        (KeyKind::I64, Order::Descending, i64::MIN as u64),
+        (KeyKind::F64, Order::Descending, u64::MAX),
     ];
     for n in [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001] {
         for (kind, order, extreme) in extremes {
             for percent in [10, 30, 50] {
-                let input: Vec<u32> =
+                let input: Vec<u64> =
                     (0..n).map(|_| if rng.random_range(0..100) < percent { extreme } else { rng.random() }).collect();
                 check(&mut sorter, kind, order, true, &input, &format!("{percent}% = {extreme:#x}"));
                 check(&mut sorter, kind, order, false, &input, &format!("{percent}% = {extreme:#x}"));
@@ -336,7 +419,7 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
         let sizes: &[usize] = if max_tile == Some(2) { &[3, 100, 1025] } else { &[2, 65, 1000, 10_007, 40_000] };
         for &n in sizes {
-            let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+            let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
             check_all(&mut sorter, |_| input.clone(), &format!("{desc:?}"));
         }
     }
@@ -348,7 +431,7 @@ fn buffers_grow_and_are_reused_across_calls() {
     let mut rng = rng("reuse");
     let mut sorter = sorter();
     for n in [10usize, 100_000, 17, 300_000, 5] {
-        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
         check(&mut sorter, KeyKind::U32, Order::Ascending, n % 2 == 0, &input, "reuse");
     }
     assert_validation_clean();
@@ -386,7 +469,7 @@ fn large_sort_is_correct_every_time() {
             let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter: {e}"));
             let mut failed = 0;
             for round in 0..repeat {
-                let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+                let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
                 sorts += 1;
                 if let Err(message) =
                     verify(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("round {round}"))
@@ -480,7 +563,7 @@ fn calibration_measures_the_pass_model_and_leaves_the_sorter_usable() {
     assert!(c.copy_bytes_per_second > 0.0 && c.copy_bytes_per_second.is_finite(), "{c:?}");
     assert!(c.dispatch_and_barrier > std::time::Duration::ZERO, "{c:?}");
     assert!(c.predict(10, 1e6) > c.predict(5, 1e6), "{c:?}");
-    let input: Vec<u32> = (0..70_001).map(|_| rng.random()).collect();
+    let input: Vec<u64> = (0..70_001).map(|_| rng.random()).collect();
     check(&mut sorter, KeyKind::U32, Order::Ascending, true, &input, "after calibration");
     assert_validation_clean();
 }
@@ -498,7 +581,7 @@ fn sorters_on_several_threads_share_one_context() {
                 let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("thread {t}: sorter: {e}"));
                 for round in 0..5 {
                     let n = rng.random_range(2..50_000);
-                    let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+                    let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
                     check(&mut sorter, KeyKind::I32, Order::Descending, round % 2 == 0, &input, &format!("thread {t}"));
                 }
             });
@@ -512,7 +595,7 @@ fn back_to_back_timed_sorts_leave_a_correct_result() {
     let mut rng = rng("time_repeated");
     let mut sorter = sorter();
     for (n, pairs) in [(5000usize, false), (40_001, true), (3, true)] {
-        let input: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
         let (mut keys, mut values) = (input.clone(), (0..n as u32).collect::<Vec<_>>());
         let times = sorter
             .time_repeated(&mut keys, pairs.then_some(&mut values[..]), Order::Descending, 4)
@@ -524,6 +607,51 @@ fn back_to_back_timed_sorts_leave_a_correct_result() {
         if pairs {
             assert!(keys.iter().zip(&values).all(|(k, v)| input[*v as usize] == *k), "pairs split, n={n}");
         }
+    }
+    assert_validation_clean();
+}
+
+#[test]
+fn stable_pairs_keep_equal_keys_in_input_order() {
+    let mut rng = rng("stable");
+    let mut sorter = sorter();
+    fn run<K: bitonic_vk::StableKey + Copy>(
+        sorter: &mut Sorter,
+        input: &[K],
+        order: Order,
+        cmp: impl Fn(&K, &K) -> std::cmp::Ordering,
+        bits: impl Fn(&K) -> u32,
+        what: &str,
+    ) {
+        let n = input.len();
+        // The reference: the standard library's stable sort of (key, index) by key.
+        let mut expect: Vec<(K, u32)> = input.iter().copied().zip(0..n as u32).collect();
+        expect.sort_by(|a, b| if order == Order::Ascending { cmp(&a.0, &b.0) } else { cmp(&b.0, &a.0) });
+        let mut keys = input.to_vec();
+        let mut values: Vec<u32> = (0..n as u32).collect();
+        sorter.sort_pairs_stable(&mut keys, &mut values, order).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got: Vec<(u32, u32)> = keys.iter().map(&bits).zip(values.iter().copied()).collect();
+        let want: Vec<(u32, u32)> = expect.iter().map(|(k, v)| (bits(k), *v)).collect();
+        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+            panic!("{what} {order:?} n={n}: element {i} is {:?}, the stable reference has {:?}", got[i], want[i]);
+        }
+    }
+    for n in [0usize, 1, 2, 3, 100, 4097, 65_537, 200_001] {
+        for order in ORDERS {
+            // Few distinct keys, so most keys have many equals.
+            let u: Vec<u32> = (0..n).map(|_| rng.random_range(0..8)).collect();
+            run(&mut sorter, &u, order, u32::cmp, |k| *k, "u32");
+            let i: Vec<i32> = (0..n).map(|_| rng.random_range(-4..4)).collect();
+            run(&mut sorter, &i, order, i32::cmp, |k| *k as u32, "i32");
+            let f: Vec<f32> = (0..n).map(|_| [-0.0f32, 0.0, 1.5, -2.0, f32::NAN][rng.random_range(0..5)]).collect();
+            run(&mut sorter, &f, order, f32::total_cmp, |k| k.to_bits(), "f32");
+        }
+    }
+    let mut keys = vec![1u32; 3];
+    let mut values = vec![0u32; 2];
+    match sorter.sort_pairs_stable(&mut keys, &mut values, Order::Ascending) {
+        Err(Error::LengthMismatch { keys: 3, values: 2 }) => {}
+        other => panic!("expected LengthMismatch, got {other:?}"),
     }
     assert_validation_clean();
 }

@@ -240,6 +240,7 @@ fn devices(gpu: &GpuArgs) -> Result<(), Failure> {
         println!("      maxComputeWorkGroupInvocations {}", l.max_compute_work_group_invocations);
         println!("      maxStorageBufferRange          {} bytes", l.max_storage_buffer_range);
         println!("      maxMemoryAllocationSize        {} bytes", l.max_memory_allocation_size);
+        println!("      device-local memory            {} bytes", d.device_local_memory);
         println!("      VK_KHR_synchronization2        {}", if d.synchronization2 { "yes" } else { "no" });
         if l.timestamp_valid_bits > 0 {
             println!(
