@@ -166,12 +166,12 @@ fn an_unknown_type_is_refused() {
     let dir = Dir::new();
     write_words(&dir.path("in"), &[1, 2]);
     bitonic()
-        .args(["sort", "--type", "u64"])
+        .args(["sort", "--type", "u16"])
         .arg(dir.path("in"))
         .arg(dir.path("out"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("invalid value 'u64'"));
+        .stderr(predicate::str::contains("invalid value 'u16'"));
     assert_eq!(dir.listing(), ["in"]);
 }
 
@@ -316,10 +316,10 @@ fn bench_refuses_a_size_over_the_device_limit() {
 fn bench_and_passes_refuse_an_unknown_type() {
     for cmd in ["bench", "passes"] {
         bitonic()
-            .args([cmd, "--type", "u64"])
+            .args([cmd, "--type", "u16"])
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("u64").and(predicate::str::contains("u32")));
+            .stderr(predicate::str::contains("u16").and(predicate::str::contains("u32")));
     }
 }
 
@@ -415,4 +415,103 @@ fn no_vulkan_driver_is_an_error_that_says_what_to_install() {
         .code(1)
         .stderr(predicate::str::contains("install a driver").and(predicate::str::contains("mesa-vulkan-drivers")));
     assert_eq!(dir.listing(), ["in"]);
+}
+
+#[test]
+fn sorts_a_file_of_i64_keys_and_f64_pairs() {
+    let dir = Dir::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(21);
+    let input: Vec<i64> = (0..3001).map(|_| rng.random()).collect();
+    let as_words = |keys: &[u64]| -> Vec<u32> { keys.iter().flat_map(|k| [*k as u32, (k >> 32) as u32]).collect() };
+    let from_words =
+        |w: &[u32]| -> Vec<u64> { w.chunks_exact(2).map(|c| u64::from(c[0]) | u64::from(c[1]) << 32).collect() };
+    write_words(&dir.path("i64"), &as_words(&input.iter().map(|k| *k as u64).collect::<Vec<_>>()));
+    bitonic()
+        .args(["sort", "--type", "i64"])
+        .arg(dir.path("i64"))
+        .arg(dir.path("i64.out"))
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let mut expect = input.clone();
+    expect.sort_unstable();
+    let got: Vec<i64> = from_words(&words(&dir.path("i64.out"))).into_iter().map(|k| k as i64).collect();
+    assert_eq!(got, expect);
+
+    let floats: Vec<f64> = (0..2000).map(|_| rng.random_range(-5.0..5.0f64).round()).collect();
+    let bits: Vec<u64> = floats.iter().map(|f| f.to_bits()).collect();
+    write_words(&dir.path("f64"), &as_words(&bits));
+    write_words(&dir.path("values"), &(0..2000u32).collect::<Vec<_>>());
+    bitonic()
+        .args(["sort", "--type", "f64", "--descending", "--values"])
+        .arg(dir.path("values"))
+        .arg("--values-output")
+        .arg(dir.path("values.out"))
+        .arg(dir.path("f64"))
+        .arg(dir.path("f64.out"))
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let got = from_words(&words(&dir.path("f64.out")));
+    let got_values = words(&dir.path("values.out"));
+    let mut expect = floats.clone();
+    expect.sort_unstable_by(|a, b| b.total_cmp(a));
+    assert_eq!(got, expect.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    assert!(got_values.iter().zip(&got).all(|(v, k)| bits[*v as usize] == *k), "pairs split");
+}
+
+#[test]
+fn stable_sort_keeps_equal_keys_in_input_order() {
+    let dir = Dir::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(22);
+    let input: Vec<u32> = (0..4099).map(|_| rng.random_range(0..10)).collect();
+    write_words(&dir.path("keys"), &input);
+    write_words(&dir.path("values"), &(0..input.len() as u32).collect::<Vec<_>>());
+    bitonic()
+        .args(["sort", "--stable", "--descending", "--values"])
+        .arg(dir.path("values"))
+        .arg("--values-output")
+        .arg(dir.path("values.out"))
+        .arg(dir.path("keys"))
+        .arg(dir.path("keys.out"))
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let mut expect: Vec<(u32, u32)> = input.iter().copied().zip(0..).collect();
+    expect.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let got: Vec<(u32, u32)> = words(&dir.path("keys.out")).into_iter().zip(words(&dir.path("values.out"))).collect();
+    assert_eq!(got, expect);
+}
+
+#[test]
+fn eight_byte_keys_refuse_bad_files_and_stable_mode() {
+    let dir = Dir::new();
+    write_words(&dir.path("odd"), &[1, 2, 3]);
+    bitonic()
+        .args(["sort", "--type", "u64"])
+        .arg(dir.path("odd"))
+        .arg(dir.path("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a multiple of 8"));
+    write_words(&dir.path("even"), &[1, 2, 3, 4]);
+    write_words(&dir.path("values"), &[0, 1]);
+    bitonic()
+        .args(["sort", "--type", "u64", "--stable", "--values"])
+        .arg(dir.path("values"))
+        .arg("--values-output")
+        .arg(dir.path("values.out"))
+        .arg(dir.path("even"))
+        .arg(dir.path("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--stable sorts 4-byte keys"));
+    bitonic()
+        .args(["sort", "--stable"])
+        .arg(dir.path("even"))
+        .arg(dir.path("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--values"));
+    assert_eq!(dir.listing(), ["even", "odd", "values"], "nothing written");
 }

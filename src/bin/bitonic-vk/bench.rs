@@ -154,7 +154,8 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
             "note: this is a CPU implementation of Vulkan (such as lavapipe), not a GPU: its times measure the CPU"
         );
     }
-    let max = sorter.max_elements();
+    // The largest size every chosen key type fits (8-byte keys fit half as many).
+    let max = args.types.iter().map(|t| sorter.max_elements_of(t.kind())).min().unwrap_or(sorter.max_elements());
     let sizes = match &args.sizes {
         Some(SizeList(sizes)) => {
             if let Some(&too_big) = sizes.iter().find(|&&n| n > max) {
@@ -254,6 +255,9 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
             KeyType::U32 => run_case::<u32>(&mut sorter, &case, key_type),
             KeyType::I32 => run_case::<i32>(&mut sorter, &case, key_type),
             KeyType::F32 => run_case::<f32>(&mut sorter, &case, key_type),
+            KeyType::U64 => run_case::<u64>(&mut sorter, &case, key_type),
+            KeyType::I64 => run_case::<i64>(&mut sorter, &case, key_type),
+            KeyType::F64 => run_case::<f64>(&mut sorter, &case, key_type),
         }
         .map_err(|e| match e {
             Failure::Run(e) => Failure::Run(e.context(format!(
@@ -412,7 +416,7 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
     let mut gpu_times: Vec<Duration> = timed.into_iter().skip(untimed as usize).collect();
     gpu_times.sort();
 
-    let element_bytes = if pairs { 8.0 } else { 4.0 };
+    let element_bytes = (size_of::<K>() + if pairs { 4 } else { 0 }) as f64;
     let gpu = (!gpu_times.is_empty()).then(|| median(&gpu_times));
     let model = case.calibration.map(|c| ms(c.predict(passes, n as f64 * element_bytes * 2.0)));
     let rate_time = gpu.unwrap_or(median(&wall_times)).as_secs_f64();

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use anyhow::{anyhow, bail, ensure};
-use bitonic_vk::{Order, SortKey};
+use bitonic_vk::{KeyKind, Order, SortKey};
 use clap::ValueEnum;
 use rand::{Rng, SeedableRng};
 use rayon::slice::ParallelSliceMut as _;
@@ -17,15 +17,30 @@ pub enum KeyType {
     U32,
     I32,
     F32,
+    U64,
+    I64,
+    F64,
 }
 
 impl KeyType {
     pub fn name(self) -> &'static str {
+        self.kind().name()
+    }
+
+    pub fn kind(self) -> KeyKind {
         match self {
-            KeyType::U32 => "u32",
-            KeyType::I32 => "i32",
-            KeyType::F32 => "f32",
+            KeyType::U32 => KeyKind::U32,
+            KeyType::I32 => KeyKind::I32,
+            KeyType::F32 => KeyKind::F32,
+            KeyType::U64 => KeyKind::U64,
+            KeyType::I64 => KeyKind::I64,
+            KeyType::F64 => KeyKind::F64,
         }
+    }
+
+    /// Bytes per key.
+    pub fn bytes(self) -> usize {
+        self.kind().width().bytes() as usize
     }
 }
 
@@ -33,7 +48,7 @@ impl KeyType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Distribution {
-    /// Independent random keys over the type's range (f32: uniform in [-1e6, 1e6)).
+    /// Independent random keys over the type's range (floats: uniform in [-1e6, 1e6)).
     Uniform,
     /// Already in ascending key order.
     Sorted,
@@ -58,7 +73,7 @@ impl Distribution {
 }
 
 /// A key type the benchmark can generate and sort on the CPU, independently of the GPU's order
-/// images: `Ord` for the integers, [`f32::total_cmp`] for floats.
+/// images: `Ord` for the integers, `total_cmp` for floats.
 pub trait BenchKey: SortKey + std::fmt::Debug + Send + Sync {
     fn random(rng: &mut impl Rng) -> Self;
     fn cmp_key(a: &Self, b: &Self) -> Ordering;
@@ -85,6 +100,33 @@ impl BenchKey for i32 {
 impl BenchKey for f32 {
     fn random(rng: &mut impl Rng) -> Self {
         rng.random_range(-1e6f32..1e6)
+    }
+    fn cmp_key(a: &Self, b: &Self) -> Ordering {
+        a.total_cmp(b)
+    }
+}
+
+impl BenchKey for u64 {
+    fn random(rng: &mut impl Rng) -> Self {
+        rng.random()
+    }
+    fn cmp_key(a: &Self, b: &Self) -> Ordering {
+        a.cmp(b)
+    }
+}
+
+impl BenchKey for i64 {
+    fn random(rng: &mut impl Rng) -> Self {
+        rng.random()
+    }
+    fn cmp_key(a: &Self, b: &Self) -> Ordering {
+        a.cmp(b)
+    }
+}
+
+impl BenchKey for f64 {
+    fn random(rng: &mut impl Rng) -> Self {
+        rng.random_range(-1e6f64..1e6)
     }
     fn cmp_key(a: &Self, b: &Self) -> Ordering {
         a.total_cmp(b)
@@ -147,7 +189,14 @@ pub fn cpu_sort_pairs<K: BenchKey>(pairs: &mut [(K, u32)], order: Order, paralle
 /// Checks a GPU result against the CPU's sorted keys: every key bit for bit in place, and with
 /// values, each value pointing at an input key equal to the key beside it, every value used once.
 pub fn check<K: BenchKey>(input: &[K], expect: &[K], keys: &[K], values: Option<&[u32]>) -> anyhow::Result<()> {
-    let bits = |k: &[K]| -> Vec<u32> { bytemuck::cast_slice::<K, u32>(k).to_vec() };
+    // Keys as bit patterns, one u64 each (4-byte keys zero-extended).
+    let bits = |k: &[K]| -> Vec<u64> {
+        let bytes: &[u8] = bytemuck::cast_slice(k);
+        bytes
+            .chunks_exact(size_of::<K>())
+            .map(|c| c.iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b)))
+            .collect()
+    };
     let (expect_bits, got_bits, input_bits) = (bits(expect), bits(keys), bits(input));
     ensure!(
         got_bits.len() == expect_bits.len(),

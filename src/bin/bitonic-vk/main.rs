@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use bitonic_vk::{list_devices, Context, ContextDesc, DeviceSelector, Error, Order, SortKey, Sorter};
+use bitonic_vk::{list_devices, Context, ContextDesc, DeviceSelector, Error, Order, SortKey, Sorter, StableKey};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use data::KeyType;
@@ -53,7 +53,8 @@ impl GpuArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Sort a file of raw little-endian 4-byte keys (and optionally a file of u32 values).
+    /// Sort a file of raw little-endian keys (4 or 8 bytes each, as --type says), and optionally a
+    /// file of u32 values.
     Sort(SortArgs),
     /// List every Vulkan device with the limits that matter here, marking the one chosen.
     Devices,
@@ -85,19 +86,22 @@ impl From<OrderArg> for Order {
 
 #[derive(Args)]
 struct SortArgs {
-    /// Key type of INPUT (f32 sorts in IEEE total order, as f32::total_cmp).
+    /// Key type of INPUT (floats sort in IEEE total order, as total_cmp).
     #[arg(long = "type", value_enum, default_value = "u32")]
     key_type: KeyType,
     /// Largest key first.
     #[arg(long)]
     descending: bool,
+    /// Keep equal keys in input order (their values with them); 4-byte key types, with --values.
+    #[arg(long, requires = "values")]
+    stable: bool,
     /// A file of u32 values, one per key, to move with the keys.
     #[arg(long, requires = "values_output", value_name = "FILE")]
     values: Option<PathBuf>,
     /// Where to write the values in sorted-key order.
     #[arg(long, requires = "values", value_name = "FILE")]
     values_output: Option<PathBuf>,
-    /// Keys to sort: raw little-endian 4-byte keys.
+    /// Keys to sort: raw little-endian keys of --type.
     input: PathBuf,
     /// Where to write the sorted keys (written whole, or not at all).
     output: PathBuf,
@@ -161,32 +165,62 @@ fn words_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
+/// Sorts keys held as 4-byte words (two per 8-byte key, low word first) as keys of type K.
 fn sort_as<K: SortKey>(
     sorter: &mut Sorter,
-    keys: &mut [u32],
+    words: &mut [u32],
     values: Option<&mut [u32]>,
     order: Order,
 ) -> bitonic_vk::Result<()> {
-    let keys: &mut [K] = bytemuck::cast_slice_mut(keys);
+    // A copy of K's alignment: the words of an 8-byte key need not be 8-byte aligned. Key files
+    // are little-endian, as the host is.
+    let mut keys: Vec<K> = vec![K::zeroed(); words.len() * 4 / size_of::<K>()];
+    bytemuck::cast_slice_mut::<K, u32>(&mut keys).copy_from_slice(words);
     match values {
-        Some(v) => sorter.sort_pairs(keys, v, order),
-        None => sorter.sort(keys, order),
-    }
-    .map(|_| ())
+        Some(v) => sorter.sort_pairs(&mut keys, v, order),
+        None => sorter.sort(&mut keys, order),
+    }?;
+    words.copy_from_slice(bytemuck::cast_slice(&keys));
+    Ok(())
+}
+
+/// Sorts 4-byte keys held as words stably, their values with them.
+fn sort_stable_as<K: StableKey>(
+    sorter: &mut Sorter,
+    words: &mut [u32],
+    values: &mut [u32],
+    order: Order,
+) -> bitonic_vk::Result<()> {
+    sorter.sort_pairs_stable(bytemuck::cast_slice_mut::<u32, K>(words), values, order).map(|_| ())
 }
 
 fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
+    let key_bytes = args.key_type.bytes();
+    if args.stable && key_bytes != 4 {
+        return Err(Failure::Input(anyhow!(
+            "--stable sorts 4-byte keys (u32, i32, f32), not {}: a stable sort packs each key with its index into 8 bytes",
+            args.key_type.name()
+        )));
+    }
     let mut keys = read_words(&args.input, "keys")?;
+    if keys.len() % (key_bytes / 4) != 0 {
+        return Err(Failure::Input(anyhow!(
+            "keys file {} is {} bytes, not a multiple of {key_bytes}: it must hold raw little-endian {} keys",
+            args.input.display(),
+            keys.len() * 4,
+            args.key_type.name()
+        )));
+    }
+    let n = keys.len() / (key_bytes / 4);
     let mut values = match &args.values {
         Some(path) => {
             let v = read_words(path, "values")?;
-            if v.len() != keys.len() {
+            if v.len() != n {
                 return Err(Failure::Input(anyhow!(
-                    "values file {} holds {} values but keys file {} holds {} keys: they must match one to one",
+                    "values file {} holds {} values but keys file {} holds {n} keys: they must match one to one",
                     path.display(),
                     v.len(),
                     args.input.display(),
-                    keys.len()
                 )));
             }
             Some(v)
@@ -196,15 +230,21 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
     // Create the outputs' temporary files first, so an unwritable output fails before any work.
     let mut keys_out = Staged::new(&args.output)?;
     let mut values_out = output::stage(args.values_output.as_ref())?;
-    if keys.len() > 1 {
+    if n > 1 {
         let ctx = Context::new(&gpu.desc())?;
         let mut sorter = ctx.sorter()?;
         let order = if args.descending { Order::Descending } else { Order::Ascending };
         let v = values.as_deref_mut();
-        match args.key_type {
-            KeyType::U32 => sort_as::<u32>(&mut sorter, &mut keys, v, order),
-            KeyType::I32 => sort_as::<i32>(&mut sorter, &mut keys, v, order),
-            KeyType::F32 => sort_as::<f32>(&mut sorter, &mut keys, v, order),
+        match (args.key_type, v) {
+            (KeyType::U32, Some(v)) if args.stable => sort_stable_as::<u32>(&mut sorter, &mut keys, v, order),
+            (KeyType::I32, Some(v)) if args.stable => sort_stable_as::<i32>(&mut sorter, &mut keys, v, order),
+            (KeyType::F32, Some(v)) if args.stable => sort_stable_as::<f32>(&mut sorter, &mut keys, v, order),
+            (KeyType::U32, v) => sort_as::<u32>(&mut sorter, &mut keys, v, order),
+            (KeyType::I32, v) => sort_as::<i32>(&mut sorter, &mut keys, v, order),
+            (KeyType::F32, v) => sort_as::<f32>(&mut sorter, &mut keys, v, order),
+            (KeyType::U64, v) => sort_as::<u64>(&mut sorter, &mut keys, v, order),
+            (KeyType::I64, v) => sort_as::<i64>(&mut sorter, &mut keys, v, order),
+            (KeyType::F64, v) => sort_as::<f64>(&mut sorter, &mut keys, v, order),
         }?;
     }
     // Both files complete before either replaces its target.

@@ -162,7 +162,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     let info = ctx.device_info().clone();
     let desc = SorterDesc { max_tile: args.max_tile, max_fused_substages: args.max_fused, ..SorterDesc::default() };
     let mut sorter = Sorter::new(&ctx, &desc)?;
-    let max = sorter.max_elements();
+    let max = sorter.max_elements_of(args.key_type.kind());
     if args.n > max {
         return Err(Failure::Input(anyhow!(
             "--n {} is over this device's limit of {max} elements: choose a smaller --n",
@@ -205,10 +205,11 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
         }
     }
     // The bandwidth ceiling: a vec4 copy kernel over the same bytes, in this run.
-    let copy_bytes = if args.pairs { 2 * args.n } else { args.n }.min(max) as usize;
-    let copy = sorter.calibrate(copy_bytes, 2, if cpu_device { 3 } else { 20 })?.map(|c| c.copy_bytes_per_second);
+    let words_per_element = args.key_type.bytes() as u64 / 4 + u64::from(args.pairs);
+    let copy_words = (words_per_element * args.n).min(sorter.max_elements()) as usize;
+    let copy = sorter.calibrate(copy_words, 2, if cpu_device { 3 } else { 20 })?.map(|c| c.copy_bytes_per_second);
     if let Some(c) = copy {
-        println!("vec4 copy kernel over {} bytes: {:.0} GB/s (read + write)", copy_bytes * 4, c / 1e9);
+        println!("vec4 copy kernel over {} bytes: {:.0} GB/s (read + write)", copy_words * 4, c / 1e9);
     }
     let mut unfused = None;
     let mut outcomes = Vec::new();
@@ -225,6 +226,9 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
             KeyType::U32 => measure::<u32>(sorter, args, &strategy, !cpu_device, copy),
             KeyType::I32 => measure::<i32>(sorter, args, &strategy, !cpu_device, copy),
             KeyType::F32 => measure::<f32>(sorter, args, &strategy, !cpu_device, copy),
+            KeyType::U64 => measure::<u64>(sorter, args, &strategy, !cpu_device, copy),
+            KeyType::I64 => measure::<i64>(sorter, args, &strategy, !cpu_device, copy),
+            KeyType::F64 => measure::<f64>(sorter, args, &strategy, !cpu_device, copy),
         }
         .map_err(|e| match e {
             Failure::Run(e) => Failure::Run(e.context(format!("strategy {}", strategy.name))),
@@ -362,7 +366,7 @@ fn measure<K: BenchKey>(
     data::check(&input, &expect, &keys, args.pairs.then_some(&values[..]))
         .context("the sort under study came out wrong")
         .map_err(Failure::Run)?;
-    let bytes = n as f64 * if args.pairs { 8.0 } else { 4.0 } * 2.0;
+    let bytes = n as f64 * (size_of::<K>() + if args.pairs { 4 } else { 0 }) as f64 * 2.0;
     let rows = study
         .plan
         .passes
