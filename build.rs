@@ -2,6 +2,10 @@
 //! host and the shaders share: `push_constants.glsl` / `push_constants.rs` (one table below is
 //! the single source of the push-constant layout and flag bits) and `shaders.rs` (one `&[u32]`
 //! constant per module). A GLSL error or warning fails the build with the file and line.
+//!
+//! The particle example's shaders (`glsl/particles/`: a compute pass, a vertex and a fragment
+//! shader) are not sorting kernels: they are compiled once each, to `$OUT_DIR/particles/*.spv`,
+//! and stay out of `shaders.rs`.
 
 use std::env;
 use std::fmt::Write as _;
@@ -132,6 +136,40 @@ fn main() {
     )
     .expect("write to String");
     write(&out.join("shaders.rs"), &generated);
+
+    compile_particle_shaders(&compiler, &glsl_dir.join("particles"), &out.join("particles"));
+}
+
+/// Compiles `glsl/particles/{depth.comp,sprite.vert,sprite.frag}` (which may include files of that
+/// directory) to `<out>/<file name>.spv`, for `examples/particles` and `tests/particles.rs`.
+fn compile_particle_shaders(compiler: &shaderc::Compiler, dir: &Path, out: &Path) {
+    fs::create_dir_all(out).unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
+    let stages = [
+        ("depth.comp", shaderc::ShaderKind::Compute),
+        ("sprite.vert", shaderc::ShaderKind::Vertex),
+        ("sprite.frag", shaderc::ShaderKind::Fragment),
+    ];
+    for (file, kind) in stages {
+        let source = dir.join(file);
+        let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
+        let mut options = shaderc::CompileOptions::new().expect("shaderc options");
+        options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_1 as u32);
+        options.set_optimization_level(shaderc::OptimizationLevel::Performance);
+        options.set_warnings_as_errors();
+        let include_dir = dir.to_path_buf();
+        options.set_include_callback(move |requested, _kind, _from, _depth| {
+            let path = include_dir.join(requested);
+            let content = fs::read_to_string(&path).map_err(|e| format!("#include \"{requested}\": {e}"))?;
+            Ok(shaderc::ResolvedInclude { resolved_name: path.display().to_string(), content })
+        });
+        let name = source.display().to_string();
+        let artifact = compiler
+            .compile_into_spirv(&text, kind, &name, "main", Some(&options))
+            // The message names file:line; failing the build script prints it.
+            .unwrap_or_else(|e| panic!("GLSL compilation failed:\n{e}"));
+        let spv = out.join(format!("{file}.spv"));
+        fs::write(&spv, artifact.as_binary_u8()).unwrap_or_else(|e| panic!("cannot write {}: {e}", spv.display()));
+    }
 }
 
 fn compile(

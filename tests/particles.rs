@@ -1,0 +1,98 @@
+//! The particle example (`examples/particles/`) on the default device, with the validation layer
+//! and synchronization validation: its depth pass, the embedded sort and its draw, checked frame
+//! by frame. The sorted keys must be back to front over the GPU-side count, the indices distinct,
+//! every particle visible beyond doubt drawn; the image must match a reference composited on the
+//! CPU in the same order within `scene::tolerance`, and the reverse order
+//! must not (so the comparison does see the order). Any error-severity validation message fails
+//! the test, the leak report at device destruction included.
+
+#[path = "../examples/particles/scene.rs"]
+#[allow(dead_code)]
+mod scene;
+
+#[path = "../examples/particles/render.rs"]
+#[allow(dead_code)]
+mod render;
+
+use render::{Gpu, GpuDesc, Readback, RenderDesc, Renderer};
+
+/// Renders `frames` frames of a scene and checks each; returns the number of sprites drawn.
+fn render_and_check(gpu: &Gpu, desc: RenderDesc, frames: &[u32]) -> Vec<u32> {
+    let renderer = Renderer::new(gpu, desc).expect("renderer");
+    let size = (desc.width, desc.height);
+    let mut drawn = Vec::new();
+    for &i in frames {
+        let frame = renderer.render(i, Readback { image: true, sorted: true }).expect("frame");
+        let (keys, indices) = frame.sorted.as_ref().expect("sorted keys and indices");
+        let image = frame.image.as_deref().expect("image");
+        let sorted = scene::SortedFrame { count: frame.count, keys, indices };
+        let check =
+            scene::check_frame(&frame.constants, renderer.particles(), &sorted, image, size, renderer.precision)
+                .unwrap_or_else(|e| panic!("{desc:?}, frame {i}: {e:#}"));
+        println!(
+            "{} particles {}x{} frame {i} ({:?}): {} drawn, key error {:.1e}; image max diff {:?}, mean {:?} (1/255)",
+            desc.count,
+            desc.width,
+            desc.height,
+            renderer.precision,
+            frame.count,
+            check.order.max_key_error,
+            check.diff.max,
+            check.diff.mean
+        );
+        if frame.count >= 100 {
+            // The same sprites front to back: the comparison must see the difference.
+            let reversed: Vec<u32> = indices[..frame.count as usize].iter().rev().copied().collect();
+            let wrong =
+                scene::composite(&frame.constants, renderer.particles(), &reversed, size.0, size.1, renderer.precision);
+            let diff = scene::compare(image, &wrong);
+            println!("  front to back instead: max diff {:?} (1/255)", diff.max);
+            assert!(
+                diff.max.iter().take(3).any(|&d| d > 10.0 * scene::tolerance(renderer.precision).0),
+                "the reversed order is not told apart: {diff:?}"
+            );
+        }
+        drawn.push(frame.count);
+    }
+    drawn
+}
+
+#[test]
+fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
+    let gpu = Gpu::new(&GpuDesc { validation: true, device: None }).expect("a Vulkan 1.1 device with graphics+compute");
+    let log = gpu.validation_log();
+    println!("device: {}", gpu.name);
+
+    // 3001 particles (not a power of two), 2 frames 30 degrees apart; some particles are behind
+    // the camera or off screen, so the GPU-side count is below the capacity.
+    let desc = RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: false };
+    let drawn = render_and_check(&gpu, desc, &[0, 10]);
+    for d in &drawn {
+        assert!(*d > 1500 && *d < desc.count, "drawn {d} of {}: culling did not run as expected", desc.count);
+    }
+    assert_ne!(drawn[0], drawn[1], "the two frames look the same");
+
+    // Edge cases: one particle (the sort records nothing), two, and a larger scene in a
+    // non-square image.
+    render_and_check(&gpu, RenderDesc { count: 1, width: 16, height: 16, seed: 1, half: false }, &[0]);
+    render_and_check(&gpu, RenderDesc { count: 2, width: 17, height: 9, seed: 2, half: false }, &[0]);
+    render_and_check(&gpu, RenderDesc { count: 20_000, width: 256, height: 144, seed: 3, half: false }, &[5]);
+
+    // The RGBA16F target every device can blend into, each blend rounded to half precision.
+    render_and_check(&gpu, RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: true }, &[0]);
+
+    // Over-limit requests are refused with an error, not a panic.
+    let err = Renderer::new(&gpu, RenderDesc { count: 0, width: 16, height: 16, seed: 1, half: false })
+        .err()
+        .expect("count 0");
+    assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
+    let err = Renderer::new(&gpu, RenderDesc { count: 10, width: 1 << 20, height: 16, seed: 1, half: false })
+        .err()
+        .expect("huge image");
+    assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
+
+    // Destroying the device makes the layer report anything left alive.
+    drop(gpu);
+    let errors = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+}
