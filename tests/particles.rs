@@ -65,7 +65,7 @@ fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
 
     // 3001 particles (not a power of two), 2 frames 30 degrees apart; some particles are behind
     // the camera or off screen, so the GPU-side count is below the capacity.
-    let desc = RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: false };
+    let desc = RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: false, zoom: 1.0 };
     let drawn = render_and_check(&gpu, desc, &[0, 10]);
     for d in &drawn {
         assert!(*d > 1500 && *d < desc.count, "drawn {d} of {}: culling did not run as expected", desc.count);
@@ -74,21 +74,32 @@ fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
 
     // Edge cases: one particle (the sort records nothing), two, and a larger scene in a
     // non-square image.
-    render_and_check(&gpu, RenderDesc { count: 1, width: 16, height: 16, seed: 1, half: false }, &[0]);
-    render_and_check(&gpu, RenderDesc { count: 2, width: 17, height: 9, seed: 2, half: false }, &[0]);
-    render_and_check(&gpu, RenderDesc { count: 20_000, width: 256, height: 144, seed: 3, half: false }, &[5]);
+    render_and_check(&gpu, RenderDesc { count: 1, width: 16, height: 16, seed: 1, half: false, zoom: 1.0 }, &[0]);
+    render_and_check(&gpu, RenderDesc { count: 2, width: 17, height: 9, seed: 2, half: false, zoom: 1.0 }, &[0]);
+    render_and_check(
+        &gpu,
+        RenderDesc { count: 20_000, width: 256, height: 144, seed: 3, half: false, zoom: 1.0 },
+        &[5],
+    );
+    // A narrow view: most particles culled, the sort's GPU-side count far below its capacity.
+    render_and_check(
+        &gpu,
+        RenderDesc { count: 20_000, width: 256, height: 144, seed: 3, half: false, zoom: 6.0 },
+        &[0],
+    );
 
     // The RGBA16F target every device can blend into, each blend rounded to half precision.
-    render_and_check(&gpu, RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: true }, &[0]);
+    render_and_check(&gpu, RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: true, zoom: 1.0 }, &[0]);
 
     // Over-limit requests are refused with an error, not a panic.
-    let err = Renderer::new(&gpu, RenderDesc { count: 0, width: 16, height: 16, seed: 1, half: false })
+    let err = Renderer::new(&gpu, RenderDesc { count: 0, width: 16, height: 16, seed: 1, half: false, zoom: 1.0 })
         .err()
         .expect("count 0");
     assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
-    let err = Renderer::new(&gpu, RenderDesc { count: 10, width: 1 << 20, height: 16, seed: 1, half: false })
-        .err()
-        .expect("huge image");
+    let err =
+        Renderer::new(&gpu, RenderDesc { count: 10, width: 1 << 20, height: 16, seed: 1, half: false, zoom: 1.0 })
+            .err()
+            .expect("huge image");
     assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
 
     // Destroying the device makes the layer report anything left alive.

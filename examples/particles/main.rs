@@ -52,6 +52,10 @@ struct Args {
     /// Render into RGBA16F even where the device blends into RGBA32F.
     #[arg(long)]
     half: bool,
+    /// Narrow the view by this factor (focal length x ZOOM, 1 or more): more particles are culled
+    /// and the sort takes a smaller GPU-side count, to see what work past the count costs.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_zoom)]
+    zoom: f32,
     /// Check every frame: the order read back and the image against a CPU reference.
     #[arg(long)]
     check: bool,
@@ -62,6 +66,13 @@ struct Args {
     /// discrete GPU, integrated, virtual, CPU).
     #[arg(long)]
     device: Option<String>,
+}
+
+fn parse_zoom(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(z) if (1.0..=1000.0).contains(&z) => Ok(z),
+        _ => Err(format!("{s:?}: a zoom factor from 1 to 1000")),
+    }
 }
 
 fn parse_count(s: &str) -> Result<u32, String> {
@@ -182,7 +193,7 @@ fn run(args: &Args) -> Result<()> {
 
 fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>) -> Result<()> {
     let (width, height) = args.size;
-    let desc = RenderDesc { count: args.count, width, height, seed: args.seed, half: args.half };
+    let desc = RenderDesc { count: args.count, width, height, seed: args.seed, half: args.half, zoom: args.zoom };
     let renderer = Renderer::new(gpu, desc)?;
     println!(
         "device: {}; {} particles (seed {}), {}x{} {:?}, {} frame(s) timed after {} warm-up",

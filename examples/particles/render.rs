@@ -340,6 +340,9 @@ pub struct RenderDesc {
     pub seed: u64,
     /// Render into RGBA16F even where the device blends into RGBA32F (the fallback's path).
     pub half: bool,
+    /// Focal length over the default's (1 = a 60 degree vertical field of view): above 1 the view
+    /// narrows and more particles are culled, so the sort takes a smaller GPU-side count.
+    pub zoom: f32,
 }
 
 /// Where things sit in the one buffer the depth pass, the sort and the draw share: the indirect
@@ -998,7 +1001,7 @@ impl<'g> Renderer<'g> {
             (Some(r), Some(b)) => (r, b),
             _ => bail!("the renderer was not fully created"),
         };
-        let constants = scene::camera(index, self.desc.width, self.desc.height, self.desc.count);
+        let constants = scene::camera(index, self.desc.width, self.desc.height, self.desc.count, self.desc.zoom);
         let device = &self.gpu.device;
         let l = self.layout;
         let cmd = self.cmd;

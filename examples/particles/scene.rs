@@ -105,13 +105,14 @@ pub fn galaxy(count: u32, seed: u64) -> Vec<Particle> {
 }
 
 /// The camera of frame `frame`: orbiting the galaxy 3 degrees a frame, above its plane, looking
-/// at its centre from inside the outer disc (so that some particles are behind it and culled).
-pub fn camera(frame: u32, width: u32, height: u32, count: u32) -> FrameConstants {
+/// at its centre from inside the outer disc (so that some particles are behind it and culled),
+/// with the focal length scaled by `zoom`.
+pub fn camera(frame: u32, width: u32, height: u32, count: u32, zoom: f32) -> FrameConstants {
     let angle = 0.6 + frame as f32 * (3.0 * PI / 180.0);
     let eye = [1.9 * angle.cos(), 0.75, 1.9 * angle.sin()];
     let target = [0.0, -0.1, 0.0];
     let view = look_at(eye, target, [0.0, 1.0, 0.0]);
-    let focal = 0.5 * height as f32 / (0.5 * FOV_Y).tan();
+    let focal = zoom * 0.5 * height as f32 / (0.5 * FOV_Y).tan();
     FrameConstants { view, camera: [focal, width as f32, height as f32, NEAR], counts: [count, 0, 0, 0] }
 }
 
