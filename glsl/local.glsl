@@ -113,6 +113,66 @@ void chunk(uint limit, uint low, uint m, bool flip) {
     barrier();
 }
 
+// Compare-exchange of slots a < b (element a below element b): the smaller image to a.
+void exchange(uint a, uint b) {
+    if (key_greater(r_key[a], r_key[b])) {
+        KEY k = r_key[a];
+        r_key[a] = r_key[b];
+        r_key[b] = k;
+#ifdef PAIRS
+        uint v = r_value[a];
+        r_value[a] = r_value[b];
+        r_value[b] = v;
+#endif
+    }
+}
+
+// Stages 1..`stages` (at most 4: blocks of 2 to 16 elements) on the 16 consecutive elements of
+// group g, all in registers: every comparator of those stages stays inside an aligned group of
+// 16, so they need one trip through shared memory and one barrier instead of one per stage.
+// Elements at local index `limit` or past are virtual; with `checked` false all are real.
+void first_stages(uint g, uint limit, uint stages, bool checked) {
+    uint first = g * 16u;
+    [[unroll]] for (uint s = 0u; s < 16u; s++) {
+        r_key[s] = KEY_NONE;
+        if (!checked || first + s < limit) {
+            r_key[s] = s_keys[swizzle(first + s)];
+#ifdef PAIRS
+            r_value[s] = s_values[swizzle(first + s)];
+#endif
+        }
+    }
+    [[unroll]] for (uint k = 1u; k <= 4u; k++) {
+        if (k <= stages) {
+            // The flip: slot s against its mirror in its block of 2^k.
+            uint half_block = 1u << (k - 1u);
+            [[unroll]] for (uint s = 0u; s < 16u; s++) {
+                uint t = s ^ (2u * half_block - 1u);
+                if ((s & half_block) == 0u && (!checked || first + t < limit)) {
+                    exchange(s, t);
+                }
+            }
+            // Half-cleaners, strides 2^(k-2) .. 1.
+            [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
+                uint stride = 1u << (j - 1u);
+                [[unroll]] for (uint s = 0u; s < 16u; s++) {
+                    if ((s & stride) == 0u && (!checked || first + (s | stride) < limit)) {
+                        exchange(s, s | stride);
+                    }
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint s = 0u; s < 16u; s++) {
+        if (!checked || first + s < limit) {
+            s_keys[swizzle(first + s)] = r_key[s];
+#ifdef PAIRS
+            s_values[swizzle(first + s)] = r_value[s];
+#endif
+        }
+    }
+}
+
 // `count` consecutive substages of one stage, strides top .. top >> (count-1), the first the
 // stage's flip when `flip`; in the fewest chunks of up to FUSED substages, balanced (13 substages
 // run as 4+3+3+3: a chunk of one substage would loop over twice the groups of one of two).

@@ -1,8 +1,8 @@
 #version 450
 // tile_sort: the first pass of every sort. Each workgroup sorts its tile of TILE elements
 // completely in shared memory: stages 1..log_block (block sizes 2..2^log_block), each a flip
-// substage followed by half-cleaner substages, fused up to FUSED at a time in registers, all
-// ascending by order image.
+// substage followed by half-cleaner substages, fused up to FUSED at a time in registers (stages
+// 1..4 all at once: first_stages), all ascending by order image.
 // Push constants used: n, log_block (0..=log2 TILE), group_offset, flags.
 #include "local.glsl"
 
@@ -12,8 +12,27 @@ void main() {
         return;
     }
     load_tile(base);
-    for (uint stage = 1u; stage <= pc.log_block; stage++) {
-        substages(N - base, 1u << (stage - 1u), stage, true);
+    uint limit = N - base;
+    uint stage = 1u;
+    // Stages 1..4 in registers, 16 consecutive elements per invocation, one barrier for all four
+    // (tiles of 16 elements or more, with full fusion; smaller tiles, for tests, and the unfused
+    // builds of the barrier study take the general path).
+    if (TILE >= 16u && FUSED >= 4u) {
+        uint stages = min(pc.log_block, 4u);
+        if (limit >= TILE) {
+            for (uint g = gl_LocalInvocationID.x; g < TILE / 16u; g += WG_SIZE) {
+                first_stages(g, limit, stages, false);
+            }
+        } else {
+            for (uint g = gl_LocalInvocationID.x; g < (limit + 15u) / 16u; g += WG_SIZE) {
+                first_stages(g, limit, stages, true);
+            }
+        }
+        barrier();
+        stage = stages + 1u;
+    }
+    for (; stage <= pc.log_block; stage++) {
+        substages(limit, 1u << (stage - 1u), stage, true);
     }
     store_tile(base);
 }
