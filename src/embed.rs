@@ -421,7 +421,7 @@ impl SortRecorder {
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let kernels = &self.kernels[binding.kernels].1;
-        let plan = Plan::new(n, kernels.geometry, key_flags(kind, order));
+        let plan = Plan::new(n, kernels.geometry, key_flags(kind, order))?;
         record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
         let mut encoder = VulkanEncoder {
             device: &self.device,

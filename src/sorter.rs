@@ -345,7 +345,7 @@ impl Sorter {
         self.check_size(n)?;
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload, n)?.geometry;
-        Ok(Plan::new(n as u32, geometry, key_flags(kind, order)))
+        Plan::new(n as u32, geometry, key_flags(kind, order))
     }
 
     /// Sorts `keys` in place.
@@ -449,7 +449,7 @@ impl Sorter {
         self.settle()?;
         let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload, n)?.geometry;
-        let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
+        let plan = Plan::new(n as u32, geometry, key_flags(kind, order))?;
         self.stage_input(keys, values.as_deref())?;
         self.record(&plan, payload)?;
         self.finish()?;
@@ -745,7 +745,7 @@ impl Sorter {
         let pairs = values.is_some();
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let geometry = self.kernels(payload, n)?.geometry;
-        let plan = Plan::new(n as u32, geometry, key_flags(kind, order));
+        let plan = Plan::new(n as u32, geometry, key_flags(kind, order))?;
         self.stage_input(keys, values)?;
         let bytes = n as u64 * 4;
         let shared = self.ctx.shared.clone();
