@@ -515,7 +515,7 @@ impl SortRecorder {
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let geometry = self.kernels[binding.kernels].geometry;
-        Ok(Plan::new(n, geometry, key_flags(kind, order)))
+        Plan::new(n, geometry, key_flags(kind, order))
     }
 
     /// The layouts every pipeline of this recorder was made with.

@@ -282,7 +282,7 @@ mod tests {
         RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: None };
 
     fn trace(n: u32, geometry: Geometry, flags: u32, options: RecordOptions) -> (Plan, Trace) {
-        let plan = Plan::new(n, geometry, flags);
+        let plan = Plan::new(n, geometry, flags).expect("a valid geometry");
         let mut recording = Recording::default();
         record_passes(&mut recording, &plan, &options);
         (plan.clone(), Trace::expand(&recording, n, geometry))
@@ -428,7 +428,7 @@ mod tests {
     fn a_dropped_barrier_is_reported_as_a_hazard() {
         let geometry = Geometry { tile_log2: 2, global_wg: 2, fused: 2 };
         for n in [5u32, 9, 17, 100, 257] {
-            let plan = Plan::new(n, geometry, 0);
+            let plan = Plan::new(n, geometry, 0).expect("a valid geometry");
             for dropped in 1..plan.passes.len() {
                 let options =
                     RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: Some(dropped) };

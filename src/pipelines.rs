@@ -9,9 +9,8 @@ use crate::plan::{Geometry, PassKind, MAX_FUSED};
 use crate::push::PushConstants;
 use crate::shaders::{spirv, Build, KeyWidth, Payload};
 
-/// The largest tile the local kernels use, whatever the shared memory: beyond it each invocation
-/// loops over more comparators per substage and the gain from fewer global passes flattens.
-pub const MAX_TILE: u32 = 1 << 14;
+pub use crate::plan::MAX_TILE;
+
 /// Invocations per workgroup of global_merge, before the device's limits.
 const GLOBAL_WG: u32 = 256;
 /// Most invocations per workgroup of the local kernels, before the device's limits. The default is

@@ -14,6 +14,7 @@
 //! in `GlobalMerge` passes of up to F substages each, fused in registers, and then one
 //! `LocalMerge` pass (strides T/2 down to 1, inside each tile).
 
+use crate::error::{Error, Result};
 use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
 
 /// The most elements one sort can take: the shaders index with 32-bit unsigned integers and the
@@ -57,13 +58,37 @@ pub struct Geometry {
     pub fused: u32,
 }
 
+/// The largest tile the local kernels use, whatever the shared memory: beyond it each invocation
+/// loops over more comparators per substage and the gain from fewer global passes flattens.
+pub const MAX_TILE: u32 = 1 << 14;
+
 /// The most substages one invocation fuses in registers (groups of 16 elements).
 pub const MAX_FUSED: u32 = 4;
 
 impl Geometry {
     /// Elements per tile.
+    ///
+    /// # Panics
+    /// If `tile_log2` is 32 or more (see [`Geometry::check`]).
     pub fn tile(&self) -> u32 {
         1 << self.tile_log2
+    }
+
+    /// Checks that the kernels can be built with this geometry and the planner can cut passes to
+    /// it: tiles of 2 to [`MAX_TILE`] elements, at least one invocation per global workgroup, and
+    /// 1 to [`MAX_FUSED`] fused substages. Every geometry `pipelines::geometry_for` makes passes.
+    pub fn check(&self) -> Result<()> {
+        let invalid = |name, value: u32, reason| Err(Error::InvalidOption { name, value: value.to_string(), reason });
+        if !(1..=MAX_TILE.trailing_zeros()).contains(&self.tile_log2) {
+            return invalid("tile_log2", self.tile_log2, "tiles must hold 2 to MAX_TILE (2^14) elements");
+        }
+        if self.global_wg == 0 {
+            return invalid("global_wg", self.global_wg, "a global workgroup needs at least one invocation");
+        }
+        if !(1..=MAX_FUSED).contains(&self.fused) {
+            return invalid("fused", self.fused, "must be 1, 2, 3 or 4");
+        }
+        Ok(())
     }
 }
 
@@ -100,13 +125,23 @@ fn ceil_log2(n: u64) -> u32 {
 }
 
 impl Plan {
-    /// Plans the sort of `n` elements (at most [`MAX_ELEMENTS`]); `key_flags` are the key kind
-    /// and order bits of the `flags` push constant.
-    pub fn new(n: u32, geometry: Geometry, key_flags: u32) -> Plan {
-        debug_assert!(u64::from(n) <= MAX_ELEMENTS);
+    /// Plans the sort of `n` elements; `key_flags` are the key kind and order bits of the `flags`
+    /// push constant. Fails on more than [`MAX_ELEMENTS`] elements and on a geometry that
+    /// [`Geometry::check`] refuses.
+    pub fn new(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
+        geometry.check()?;
+        if u64::from(n) > MAX_ELEMENTS {
+            return Err(Error::TooLarge {
+                n: n as usize,
+                bytes: u64::from(n) * 4,
+                limit: "the shaders' 32-bit indexing (2^31 elements)",
+                value: MAX_ELEMENTS * 4,
+                max: MAX_ELEMENTS,
+            });
+        }
         let mut passes = Vec::new();
         if n < 2 {
-            return Plan { n, geometry, passes };
+            return Ok(Plan { n, geometry, passes });
         }
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
@@ -131,7 +166,7 @@ impl Plan {
                 ..base
             },
         });
-        let fused = geometry.fused.clamp(1, MAX_FUSED);
+        let fused = geometry.fused;
         for stage in t + 1..=levels {
             // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest.
             let mut top = stage - 1;
@@ -157,7 +192,7 @@ impl Plan {
                 push: PushConstants { flags: key_flags | last_flag(stage), ..base },
             });
         }
-        Plan { n, geometry, passes }
+        Ok(Plan { n, geometry, passes })
     }
 
     /// Index of the first pass of the last stage: the pass that reads, in its first workgroup, what
@@ -198,7 +233,7 @@ mod tests {
         for tile_log2 in [1, 2, 5, 13] {
             for fused in 1..=MAX_FUSED {
                 for n in (0..5000u32).chain([1 << 20, (1 << 20) + 1, 3 << 22]) {
-                    let plan = Plan::new(n, Geometry { tile_log2, global_wg: 64, fused }, 0);
+                    let plan = Plan::new(n, Geometry { tile_log2, global_wg: 64, fused }, 0).expect("a valid geometry");
                     let count = pass_count(u64::from(n), tile_log2, fused);
                     assert_eq!(plan.passes.len() as u64, count, "n={n} t={tile_log2} f={fused}");
                 }
@@ -219,7 +254,8 @@ mod tests {
     #[test]
     fn fused_passes_cover_every_global_substage_once() {
         for fused in 1..=MAX_FUSED {
-            let plan = Plan::new(1 << 20, Geometry { tile_log2: 10, global_wg: 64, fused }, 0);
+            let plan =
+                Plan::new(1 << 20, Geometry { tile_log2: 10, global_wg: 64, fused }, 0).expect("a valid geometry");
             for stage in 11..=20 {
                 let strides: Vec<u32> = plan
                     .passes
@@ -236,7 +272,7 @@ mod tests {
     #[test]
     fn first_pass_maps_keys_in_and_only_the_last_maps_them_out() {
         for n in [2u32, 9, 100, 1000] {
-            let plan = Plan::new(n, Geometry { tile_log2: 3, global_wg: 4, fused: 2 }, 0);
+            let plan = Plan::new(n, Geometry { tile_log2: 3, global_wg: 4, fused: 2 }, 0).expect("a valid geometry");
             let (first, last) = (plan.passes[0], plan.passes[plan.passes.len() - 1]);
             assert_eq!(first.kind, PassKind::TileSort);
             assert_ne!(first.push.flags & FLAG_TO_IMAGE_ON_LOAD, 0);
@@ -244,6 +280,38 @@ mod tests {
             let loads = plan.passes.iter().filter(|p| p.push.flags & FLAG_TO_IMAGE_ON_LOAD != 0).count();
             let stores = plan.passes.iter().filter(|p| p.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0).count();
             assert_eq!((loads, stores), (1, 1), "n={n}");
+        }
+    }
+
+    #[test]
+    fn invalid_geometries_and_lengths_are_errors_not_panics() {
+        let valid = Geometry { tile_log2: 3, global_wg: 4, fused: 2 };
+        // The first input fuzzing found: tiles of 2^196 elements overflowed a shift.
+        let fuzzed = Geometry { tile_log2: 196, global_wg: 10948, fused: 196 };
+        for geometry in [
+            fuzzed,
+            Geometry { tile_log2: 0, ..valid },
+            Geometry { tile_log2: MAX_TILE.trailing_zeros() + 1, ..valid },
+            Geometry { tile_log2: 32, ..valid },
+            Geometry { global_wg: 0, ..valid },
+            Geometry { fused: 0, ..valid },
+            Geometry { fused: MAX_FUSED + 1, ..valid },
+        ] {
+            for n in [0, 1, 2, 1000, 3301229578] {
+                let result = Plan::new(n, geometry, 0);
+                assert!(matches!(result, Err(Error::InvalidOption { .. })), "{geometry:?} n={n}: {result:?}");
+            }
+        }
+        for n in [MAX_ELEMENTS as u32 + 1, 3301229578, u32::MAX] {
+            let result = Plan::new(n, valid, 0);
+            assert!(matches!(result, Err(Error::TooLarge { .. })), "n={n}: {result:?}");
+        }
+        let largest = Plan::new(MAX_ELEMENTS as u32, valid, 0).expect("2^31 elements are within the limit");
+        assert_eq!(largest.passes.len() as u64, pass_count(MAX_ELEMENTS, valid.tile_log2, valid.fused));
+        for tile_log2 in 1..=MAX_TILE.trailing_zeros() {
+            for fused in 1..=MAX_FUSED {
+                assert!(Plan::new(100, Geometry { tile_log2, global_wg: 1, fused }, 0).is_ok());
+            }
         }
     }
 

@@ -365,7 +365,7 @@ impl Sorter {
         self.check_size(n, kind.width())?;
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let geometry = self.recorder.geometry(payload, kind.width(), n as u32)?;
-        Ok(Plan::new(n as u32, geometry, key_flags(kind, order)))
+        Plan::new(n as u32, geometry, key_flags(kind, order))
     }
 
     /// Sorts `keys` in place.

@@ -1,130 +1,23 @@
 //! The `bitonic-vk` command: sort binary files, list Vulkan devices, benchmark the sort.
 
 mod bench;
+mod cli;
 mod data;
+mod input;
 mod output;
 mod passes;
 mod sizes;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use bitonic_vk::{list_devices, Context, ContextDesc, DeviceSelector, Error, Order, SortKey, Sorter, StableKey};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use bitonic_vk::{list_devices, Context, Order, SortKey, Sorter, StableKey};
+use clap::Parser as _;
 
+use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs};
 use data::KeyType;
 use output::Staged;
-
-#[derive(Parser)]
-#[command(
-    name = "bitonic-vk",
-    version,
-    about = "Sort on the GPU with a bitonic sorting network through Vulkan compute"
-)]
-struct Cli {
-    #[command(flatten)]
-    gpu: GpuArgs,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Args)]
-struct GpuArgs {
-    /// Device to use: an index from `bitonic-vk devices`, or part of a device's name
-    /// (default: BITONIC_VK_DEVICE, else a discrete GPU, integrated, virtual, then CPU).
-    #[arg(long, global = true, value_name = "INDEX|NAME")]
-    device: Option<String>,
-    /// Turn on the Khronos validation layer with synchronization validation (also
-    /// BITONIC_VK_VALIDATION=1).
-    #[arg(long, global = true)]
-    validation: bool,
-}
-
-impl GpuArgs {
-    fn desc(&self) -> ContextDesc {
-        ContextDesc {
-            device: self.device.as_deref().map(|d| d.parse().unwrap_or(DeviceSelector::Name(d.to_owned()))),
-            validation: self.validation.then_some(true),
-        }
-    }
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Sort a file of raw little-endian keys (4 or 8 bytes each, as --type says), and optionally a
-    /// file of u32 values.
-    Sort(SortArgs),
-    /// List every Vulkan device with the limits that matter here, marking the one chosen.
-    Devices,
-    /// Sweep sizes, key types, payloads, orders and distributions: GPU and wall times, CPU
-    /// baselines, every result checked.
-    Bench(bench::BenchArgs),
-    /// The barrier study: per-pass GPU times of one sort, and how barrier flavours, a submit per
-    /// pass and fusion change them.
-    Passes(passes::PassesArgs),
-}
-
-/// A sort order on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum OrderArg {
-    #[value(alias = "asc")]
-    Ascending,
-    #[value(alias = "desc")]
-    Descending,
-}
-
-impl From<OrderArg> for Order {
-    fn from(o: OrderArg) -> Order {
-        match o {
-            OrderArg::Ascending => Order::Ascending,
-            OrderArg::Descending => Order::Descending,
-        }
-    }
-}
-
-#[derive(Args)]
-struct SortArgs {
-    /// Key type of INPUT (floats sort in IEEE total order, as total_cmp).
-    #[arg(long = "type", value_enum, default_value = "u32")]
-    key_type: KeyType,
-    /// Largest key first.
-    #[arg(long)]
-    descending: bool,
-    /// Keep equal keys in input order (their values with them); 4-byte key types, with --values.
-    #[arg(long, requires = "values")]
-    stable: bool,
-    /// A file of u32 values, one per key, to move with the keys.
-    #[arg(long, requires = "values_output", value_name = "FILE")]
-    values: Option<PathBuf>,
-    /// Where to write the values in sorted-key order.
-    #[arg(long, requires = "values", value_name = "FILE")]
-    values_output: Option<PathBuf>,
-    /// Keys to sort: raw little-endian keys of --type.
-    input: PathBuf,
-    /// Where to write the sorted keys (written whole, or not at all).
-    output: PathBuf,
-}
-
-/// A failure: bad input (exit code 2) or a failure while running (exit code 1).
-enum Failure {
-    Input(anyhow::Error),
-    Run(anyhow::Error),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        match e {
-            Error::TooLarge { .. }
-            | Error::LengthMismatch { .. }
-            | Error::NoSuchDevice { .. }
-            | Error::InvalidOption { .. }
-            | Error::Unsupported { .. } => Failure::Input(e.into()),
-            e => Failure::Run(e.into()),
-        }
-    }
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -145,20 +38,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Reads a file of 4-byte little-endian words.
-fn read_words(path: &Path, what: &str) -> Result<Vec<u32>, Failure> {
-    let bytes =
-        fs::read(path).map_err(|e| Failure::Input(anyhow!("cannot read {what} file {}: {e}", path.display())))?;
-    if bytes.len() % 4 != 0 {
-        return Err(Failure::Input(anyhow!(
-            "{what} file {} is {} bytes, not a multiple of 4: it must hold raw little-endian 4-byte {what}",
-            path.display(),
-            bytes.len()
-        )));
-    }
-    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 fn words_bytes(words: &[u32]) -> Vec<u8> {
@@ -202,31 +81,9 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
             args.key_type.name()
         )));
     }
-    let mut keys = read_words(&args.input, "keys")?;
-    if keys.len() % (key_bytes / 4) != 0 {
-        return Err(Failure::Input(anyhow!(
-            "keys file {} is {} bytes, not a multiple of {key_bytes}: it must hold raw little-endian {} keys",
-            args.input.display(),
-            keys.len() * 4,
-            args.key_type.name()
-        )));
-    }
+    let input::Inputs { mut keys, mut values } =
+        input::load(&args.input, args.values.as_deref(), key_bytes, |path| fs::read(path)).map_err(Failure::Input)?;
     let n = keys.len() / (key_bytes / 4);
-    let mut values = match &args.values {
-        Some(path) => {
-            let v = read_words(path, "values")?;
-            if v.len() != n {
-                return Err(Failure::Input(anyhow!(
-                    "values file {} holds {} values but keys file {} holds {n} keys: they must match one to one",
-                    path.display(),
-                    v.len(),
-                    args.input.display(),
-                )));
-            }
-            Some(v)
-        }
-        None => None,
-    };
     // Create the outputs' temporary files first, so an unwritable output fails before any work.
     let mut keys_out = Staged::new(&args.output)?;
     let mut values_out = output::stage(args.values_output.as_ref())?;
