@@ -515,3 +515,16 @@ fn eight_byte_keys_refuse_bad_files_and_stable_mode() {
         .stderr(predicate::str::contains("--values"));
     assert_eq!(dir.listing(), ["even", "odd", "values"], "nothing written");
 }
+
+#[cfg(unix)]
+#[test]
+fn outputs_get_the_mode_of_an_ordinary_new_file() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = Dir::new();
+    write_words(&dir.path("in.bin"), &[3, 1, 2]);
+    bitonic().arg("sort").arg(dir.path("in.bin")).arg(dir.path("out.bin")).assert().success();
+    // What File::create makes here under this process's umask.
+    fs::File::create(dir.path("plain")).expect("create");
+    let mode = |name: &str| fs::metadata(dir.path(name)).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(mode("out.bin"), mode("plain"), "not the 0600 of a temporary file");
+}

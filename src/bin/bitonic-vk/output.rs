@@ -26,8 +26,16 @@ impl Staged {
         if path.is_dir() {
             return Err(Failure::Input(anyhow!("cannot write output {}: it is a directory", path.display())));
         }
-        let file = tempfile::Builder::new()
-            .prefix(".bitonic-vk-")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".bitonic-vk-");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            // Results, not secrets: the mode `File::create` gives (0666 less the umask), not the
+            // owner-only 0600 of a temporary file.
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let file = builder
             .tempfile_in(dir)
             .map_err(|e| Failure::Input(anyhow!("cannot write output {}: {e}", path.display())))?;
         Ok(Staged { file, path: path.to_owned() })
