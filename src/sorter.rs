@@ -494,7 +494,7 @@ impl Sorter {
 
     /// Sorts keys given as 4-byte words (two per key for 8-byte kinds).
     fn run(&mut self, keys: &mut [u32], values: Option<&mut [u32]>, kind: KeyKind, order: Order) -> Result<SortStats> {
-        let n = keys.len() / words_per_key(kind);
+        let n = keys.len() / words_per_key(kind.width());
         if let Some(v) = &values {
             if v.len() != n {
                 return Err(Error::LengthMismatch { keys: n, values: v.len() });
@@ -517,7 +517,7 @@ impl Sorter {
     /// Makes the device and staging buffers hold the input (`keys` as 4-byte words, values with
     /// pairs), writes it to staging, and binds the device buffers for a sort of all of it.
     fn stage_input(&mut self, keys: &[u32], values: Option<&[u32]>, width: KeyWidth) -> Result<()> {
-        let n = keys.len() / (width.bytes() as usize / 4);
+        let n = keys.len() / words_per_key(width);
         let (key_bytes, value_bytes) = (keys.len() as u64 * 4, n as u64 * 4);
         let shared = self.ctx.shared.clone();
         Self::ensure(&shared, &mut self.keys, "keys", key_bytes, STORAGE, MemoryLocation::GpuOnly)?;
@@ -776,7 +776,7 @@ impl Sorter {
         order: Order,
         reps: u32,
     ) -> Result<Option<Plan>> {
-        let n = keys.len() / words_per_key(kind);
+        let n = keys.len() / words_per_key(kind.width());
         if let Some(v) = &values {
             if v.len() != n {
                 return Err(Error::LengthMismatch { keys: n, values: v.len() });
@@ -1101,9 +1101,9 @@ pub(crate) fn max_elements(l: &crate::context::DeviceLimits, width: KeyWidth) ->
         .min(MAX_ELEMENTS)
 }
 
-/// 4-byte words per key of this kind.
-fn words_per_key(kind: KeyKind) -> usize {
-    kind.width().bytes() as usize / 4
+/// 4-byte words per key of this width.
+fn words_per_key(width: KeyWidth) -> usize {
+    width.bytes() as usize / 4
 }
 
 /// `TooLarge`, naming the first limit n keys of `width` exceed, if any.

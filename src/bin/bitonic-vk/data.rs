@@ -79,59 +79,35 @@ pub trait BenchKey: SortKey + std::fmt::Debug + Send + Sync {
     fn cmp_key(a: &Self, b: &Self) -> Ordering;
 }
 
-impl BenchKey for u32 {
-    fn random(rng: &mut impl Rng) -> Self {
-        rng.random()
-    }
-    fn cmp_key(a: &Self, b: &Self) -> Ordering {
-        a.cmp(b)
-    }
+/// Integers: uniform over the type's range, in `Ord` order.
+macro_rules! integer_key {
+    ($($t:ty),*) => {$(
+        impl BenchKey for $t {
+            fn random(rng: &mut impl Rng) -> Self {
+                rng.random()
+            }
+            fn cmp_key(a: &Self, b: &Self) -> Ordering {
+                a.cmp(b)
+            }
+        }
+    )*};
 }
+integer_key!(u32, i32, u64, i64);
 
-impl BenchKey for i32 {
-    fn random(rng: &mut impl Rng) -> Self {
-        rng.random()
-    }
-    fn cmp_key(a: &Self, b: &Self) -> Ordering {
-        a.cmp(b)
-    }
+/// Floats: uniform in [-1e6, 1e6), in `total_cmp` order.
+macro_rules! float_key {
+    ($($t:ty),*) => {$(
+        impl BenchKey for $t {
+            fn random(rng: &mut impl Rng) -> Self {
+                rng.random_range(-1e6..1e6)
+            }
+            fn cmp_key(a: &Self, b: &Self) -> Ordering {
+                a.total_cmp(b)
+            }
+        }
+    )*};
 }
-
-impl BenchKey for f32 {
-    fn random(rng: &mut impl Rng) -> Self {
-        rng.random_range(-1e6f32..1e6)
-    }
-    fn cmp_key(a: &Self, b: &Self) -> Ordering {
-        a.total_cmp(b)
-    }
-}
-
-impl BenchKey for u64 {
-    fn random(rng: &mut impl Rng) -> Self {
-        rng.random()
-    }
-    fn cmp_key(a: &Self, b: &Self) -> Ordering {
-        a.cmp(b)
-    }
-}
-
-impl BenchKey for i64 {
-    fn random(rng: &mut impl Rng) -> Self {
-        rng.random()
-    }
-    fn cmp_key(a: &Self, b: &Self) -> Ordering {
-        a.cmp(b)
-    }
-}
-
-impl BenchKey for f64 {
-    fn random(rng: &mut impl Rng) -> Self {
-        rng.random_range(-1e6f64..1e6)
-    }
-    fn cmp_key(a: &Self, b: &Self) -> Ordering {
-        a.total_cmp(b)
-    }
-}
+float_key!(f32, f64);
 
 /// `n` keys laid out as `dist` says, from `seed`.
 pub fn generate<K: BenchKey>(n: usize, dist: Distribution, seed: u64) -> Vec<K> {
