@@ -37,19 +37,52 @@ bool tile_live(uint base) {
 #endif
 }
 
+// Elements per invocation moved between the buffers and shared memory in one unrolled batch of a
+// full tile: every load of a batch is issued before the first is waited on. A loop of one load
+// and one shared-memory store per iteration keeps one load in flight per invocation; with one
+// workgroup of 1024 invocations per multiprocessor (at 64 registers each, the whole register
+// file) that held the H100's local merges to a third of the copy bandwidth.
+uint tile_batch() {
+    return clamp(TILE / WG_SIZE, 1u, MAX_SLOTS);
+}
+
 // Elements at global index >= N are virtual +infinity keys: never loaded, never stored (a tile
 // whose first element is virtual returns before loading: see tile_live).
 void load_tile(uint base) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     uint live = min(N - base, TILE);
-    uint batch = batch_base();
-    for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
-        uint g = batch + base + i;
-        KEY k = keys[g];
-        s_keys[swizzle(i)] = map ? to_image(k) : k;
+    uint first = batch_base() + base;
+    uint lid = gl_LocalInvocationID.x;
+    if (live == TILE) {
+        uint batch = tile_batch();
+        for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
+            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+                uint i = i0 + r * WG_SIZE + lid;
+                if (r < batch && i < TILE) {
+                    r_key[r] = keys[first + i];
 #ifdef PAIRS
-        s_values[swizzle(i)] = values[g];
+                    r_value[r] = values[first + i];
 #endif
+                }
+            }
+            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+                uint i = i0 + r * WG_SIZE + lid;
+                if (r < batch && i < TILE) {
+                    s_keys[swizzle(i)] = map ? to_image(r_key[r]) : r_key[r];
+#ifdef PAIRS
+                    s_values[swizzle(i)] = r_value[r];
+#endif
+                }
+            }
+        }
+    } else {
+        for (uint i = lid; i < live; i += WG_SIZE) {
+            KEY k = keys[first + i];
+            s_keys[swizzle(i)] = map ? to_image(k) : k;
+#ifdef PAIRS
+            s_values[swizzle(i)] = values[first + i];
+#endif
+        }
     }
     barrier();
 }
@@ -57,34 +90,161 @@ void load_tile(uint base) {
 void store_tile(uint base) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
     uint live = min(N - base, TILE);
-    uint batch = batch_base();
-    for (uint i = gl_LocalInvocationID.x; i < live; i += WG_SIZE) {
-        uint g = batch + base + i;
-        KEY k = s_keys[swizzle(i)];
-        keys[g] = map ? from_image(k) : k;
+    uint first = batch_base() + base;
+    uint lid = gl_LocalInvocationID.x;
+    if (live == TILE) {
+        uint batch = tile_batch();
+        for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
+            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+                uint i = i0 + r * WG_SIZE + lid;
+                if (r < batch && i < TILE) {
+                    r_key[r] = s_keys[swizzle(i)];
 #ifdef PAIRS
-        values[g] = s_values[swizzle(i)];
+                    r_value[r] = s_values[swizzle(i)];
+#endif
+                }
+            }
+            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+                uint i = i0 + r * WG_SIZE + lid;
+                if (r < batch && i < TILE) {
+                    keys[first + i] = map ? from_image(r_key[r]) : r_key[r];
+#ifdef PAIRS
+                    values[first + i] = r_value[r];
+#endif
+                }
+            }
+        }
+    } else {
+        for (uint i = lid; i < live; i += WG_SIZE) {
+            KEY k = s_keys[swizzle(i)];
+            keys[first + i] = map ? from_image(k) : k;
+#ifdef PAIRS
+            values[first + i] = s_values[swizzle(i)];
+#endif
+        }
+    }
+}
+
+// Compare-exchange of register slots a and b: the smaller image to a. Keys alone as u32 take
+// min and max (two instructions); otherwise one comparison picks both key and value.
+void exchange(uint a, uint b) {
+#if !defined(PAIRS) && !defined(KEY64)
+    uint x = r_key[a];
+    uint y = r_key[b];
+    r_key[a] = min(x, y);
+    r_key[b] = max(x, y);
+#else
+    KEY x = r_key[a];
+    KEY y = r_key[b];
+    bool swap = key_greater(x, y);
+    r_key[a] = swap ? y : x;
+    r_key[b] = swap ? x : y;
+#ifdef PAIRS
+    uint v = r_value[a];
+    uint w = r_value[b];
+    r_value[a] = swap ? w : v;
+    r_value[b] = swap ? v : w;
+#endif
+#endif
+}
+
+// The shared-memory address of slot s of a full group (see slot_index in fused.glsl): `first`
+// is the group's lowest element, `mirror` the element its upper half starts from (its slot 0 +
+// top, or with `flip` the mirror of slot 0). The upper half runs down from a flip's mirror.
+uint full_slot(uint first, uint mirror, uint s, uint low, uint m, bool flip) {
+    uint half_slots = 1u << (m - 1u);
+    uint offset = (s & (half_slots - 1u)) * low;
+    uint i = (s & half_slots) == 0u ? first + offset : (flip ? mirror - offset : mirror + offset);
+    return swizzle(i);
+}
+
+// A group of a full tile (partial_group below is the general one), with `flip` and m literals at every call site: the group's first
+// element and mirror are computed once and each slot is an offset from them, and the direction of
+// every comparator is known when the kernel is compiled.
+void full_group(uint g, uint low, uint m, bool flip) {
+    uint half_slots = 1u << (m - 1u);
+    uint top = low << (m - 1u);
+    uint first = ((g & ~(low - 1u)) << m) | (g & (low - 1u));
+    uint mirror = flip ? first ^ (2u * top - 1u) : first + top;
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        uint a = full_slot(first, mirror, s, low, m, flip);
+        r_key[s] = s_keys[a];
+#ifdef PAIRS
+        r_value[s] = s_values[a];
+#endif
+    }
+    [[unroll]] for (uint j = 0u; j < m; j++) {
+        uint bit = half_slots >> j;
+        [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+            if ((s & bit) == 0u) {
+                // Past the flip, the mirrored slots run in decreasing index order.
+                if (flip && j > 0u && (s & half_slots) != 0u) {
+                    exchange(s | bit, s);
+                } else {
+                    exchange(s, s | bit);
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        uint a = full_slot(first, mirror, s, low, m, flip);
+        s_keys[a] = r_key[s];
+#ifdef PAIRS
+        s_values[a] = r_value[s];
 #endif
     }
 }
 
-// Loads group g from shared memory, runs its m substages and stores it back. With `checked`
-// false every element of the tile is real and no bound is tested.
-void group(uint g, uint limit, uint low, uint m, bool flip, bool checked) {
+// m substages of smallest stride `low` on every group of a full tile, then a barrier.
+void full_chunk(uint low, uint m, bool flip) {
+    for (uint g = gl_LocalInvocationID.x; g < (TILE >> m); g += WG_SIZE) {
+        full_group(g, low, m, flip);
+    }
+    barrier();
+}
+
+// One chunk of a full tile, with m and flip turned into literals for full_group.
+void full_chunk_any(uint low, uint m, bool flip) {
+    if (flip) {
+        if (FUSED >= 4u && m == 4u) {
+            full_chunk(low, 4u, true);
+        } else if (FUSED >= 3u && m == 3u) {
+            full_chunk(low, 3u, true);
+        } else if (FUSED >= 2u && m == 2u) {
+            full_chunk(low, 2u, true);
+        } else {
+            full_chunk(low, 1u, true);
+        }
+    } else {
+        if (FUSED >= 4u && m == 4u) {
+            full_chunk(low, 4u, false);
+        } else if (FUSED >= 3u && m == 3u) {
+            full_chunk(low, 3u, false);
+        } else if (FUSED >= 2u && m == 2u) {
+            full_chunk(low, 2u, false);
+        } else {
+            full_chunk(low, 1u, false);
+        }
+    }
+}
+
+// Loads group g of a partial tile (elements at local index `limit` or past are virtual) from
+// shared memory, runs its m substages with every bound tested and stores it back.
+void partial_group(uint g, uint limit, uint low, uint m, bool flip) {
     [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
         uint i = slot_index(g, s, low, m, flip);
         r_key[s] = KEY_NONE;
-        if (!checked || i < limit) {
+        if (i < limit) {
             r_key[s] = s_keys[swizzle(i)];
 #ifdef PAIRS
             r_value[s] = s_values[swizzle(i)];
 #endif
         }
     }
-    run_slots(g, low, m, flip, limit, checked);
+    run_slots(g, low, m, flip, limit, true);
     [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
         uint i = slot_index(g, s, low, m, flip);
-        if (!checked || i < limit) {
+        if (i < limit) {
             s_keys[swizzle(i)] = r_key[s];
 #ifdef PAIRS
             s_values[swizzle(i)] = r_value[s];
@@ -93,38 +253,18 @@ void group(uint g, uint limit, uint low, uint m, bool flip, bool checked) {
     }
 }
 
-// m substages of smallest stride `low` on every group of the tile, then a barrier. m is a
-// literal at every call site, so the slot loops unroll into registers. Full tiles (all but the
-// last of a sort whose n is not a multiple of the tile) skip every bound test.
-void chunk(uint limit, uint low, uint m, bool flip) {
-    if (limit >= TILE) {
-        for (uint g = gl_LocalInvocationID.x; g < (TILE >> m); g += WG_SIZE) {
-            group(g, limit, low, m, flip, false);
-        }
-    } else {
-        // Only groups whose lowest element is real: a group's lowest element grows with its index.
-        uint span = low << m;
-        uint live_groups = (limit / span) * low + min(limit % span, low);
-        for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
-            group(g, limit, low, m, flip, true);
-        }
+// m substages of smallest stride `low` on every group of a partial tile (the last of a sort
+// whose n is not a multiple of the tile), then a barrier. m is a literal at every call site, so
+// the slot loops unroll into registers.
+void partial_chunk(uint limit, uint low, uint m, bool flip) {
+    // Only groups whose lowest element is real: a group's lowest element grows with its index.
+    uint span = low << m;
+    uint live_groups = (limit / span) * low + min(limit % span, low);
+    for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
+        partial_group(g, limit, low, m, flip);
     }
     // In compute shaders barrier() also orders workgroup (shared) memory.
     barrier();
-}
-
-// Compare-exchange of slots a < b (element a below element b): the smaller image to a.
-void exchange(uint a, uint b) {
-    if (key_greater(r_key[a], r_key[b])) {
-        KEY k = r_key[a];
-        r_key[a] = r_key[b];
-        r_key[b] = k;
-#ifdef PAIRS
-        uint v = r_value[a];
-        r_value[a] = r_value[b];
-        r_value[b] = v;
-#endif
-    }
 }
 
 // Stages 1..`stages` (at most 4: blocks of 2 to 16 elements) on the 16 consecutive elements of
@@ -182,14 +322,18 @@ void substages(uint limit, uint top, uint count, bool flip) {
     for (; chunks > 0u; chunks--) {
         uint m = (count + chunks - 1u) / chunks;
         uint low = top >> (m - 1u);
-        if (m == 4u) {
-            chunk(limit, low, 4u, flip);
-        } else if (m == 3u) {
-            chunk(limit, low, 3u, flip);
-        } else if (m == 2u) {
-            chunk(limit, low, 2u, flip);
+        // Full tiles (every one but the last of a sort whose n is not a multiple of the tile)
+        // test no bound.
+        if (limit >= TILE) {
+            full_chunk_any(low, m, flip);
+        } else if (FUSED >= 4u && m == 4u) {
+            partial_chunk(limit, low, 4u, flip);
+        } else if (FUSED >= 3u && m == 3u) {
+            partial_chunk(limit, low, 3u, flip);
+        } else if (FUSED >= 2u && m == 2u) {
+            partial_chunk(limit, low, 2u, flip);
         } else {
-            chunk(limit, low, 1u, flip);
+            partial_chunk(limit, low, 1u, flip);
         }
         top = low >> 1;
         count -= m;

@@ -1,0 +1,213 @@
+//! What the driver made of each sorting kernel: the statistics a device reports through
+//! VK_KHR_pipeline_executable_properties (on NVIDIA: registers per invocation, shared memory,
+//! instruction count and the like), for every key width and payload, with the specialization
+//! constants the sorter would use on that device.
+//!
+//!     cargo run --release --example kernel_stats -- [--local-wg N] [--max-fused F] [--max-tile T]
+//!
+//! Registers decide occupancy: a workgroup of 1024 invocations at more than 32 registers each
+//! leaves room for one workgroup per streaming multiprocessor on the H100 (65536 registers), so a
+//! local kernel's loads, shared-memory work and stores run one after the other there.
+
+use std::ffi::CStr;
+
+use anyhow::{bail, Context as _, Result};
+use ash::vk;
+use bitonic_vk::context::DeviceLimits;
+use bitonic_vk::pipelines::{geometry_for, KernelOptions};
+use bitonic_vk::plan::PassKind;
+use bitonic_vk::push::PushConstants;
+use bitonic_vk::shaders::{spirv, Payload, Variant};
+use bitonic_vk::KeyWidth;
+use clap::Parser;
+
+#[derive(Parser)]
+struct Args {
+    /// Invocations per workgroup of the local kernels (default: the sorter's).
+    #[arg(long)]
+    local_wg: Option<u32>,
+    /// Substages fused per group (1..=4; default: the sorter's).
+    #[arg(long)]
+    max_fused: Option<u32>,
+    /// Cap of the elements per tile.
+    #[arg(long)]
+    max_tile: Option<u32>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let options = KernelOptions { max_tile: args.max_tile, max_fused: args.max_fused, local_workgroup_size: args.local_wg };
+    // SAFETY: loads the system's Vulkan loader; `entry` outlives every object made from it.
+    let entry = unsafe { ash::Entry::load() }.context("no Vulkan loader")?;
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+    // SAFETY: `app` outlives the call.
+    let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }?;
+    let result = run(&instance, options);
+    // SAFETY: every child object was destroyed by `run`.
+    unsafe { instance.destroy_instance(None) };
+    result
+}
+
+fn run(instance: &ash::Instance, options: KernelOptions) -> Result<()> {
+    // SAFETY: plain queries of a live instance.
+    let physicals = unsafe { instance.enumerate_physical_devices() }?;
+    let physical = *physicals
+        .iter()
+        // SAFETY: as above.
+        .max_by_key(|&&p| unsafe { instance.get_physical_device_properties(p) }.device_type == vk::PhysicalDeviceType::DISCRETE_GPU)
+        .context("no Vulkan device")?;
+    // SAFETY: as above.
+    let props = unsafe { instance.get_physical_device_properties(physical) };
+    // SAFETY: as above.
+    let extensions = unsafe { instance.enumerate_device_extension_properties(physical) }?;
+    let name = ash::khr::pipeline_executable_properties::NAME;
+    if !extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(name)) {
+        bail!("{} does not offer {}", props.device_name_as_c_str()?.to_string_lossy(), name.to_string_lossy());
+    }
+    let l = &props.limits;
+    let limits = DeviceLimits {
+        max_compute_shared_memory_size: l.max_compute_shared_memory_size,
+        max_compute_work_group_count_x: l.max_compute_work_group_count[0],
+        max_compute_work_group_count_y: l.max_compute_work_group_count[1],
+        max_compute_work_group_invocations: l.max_compute_work_group_invocations,
+        max_compute_work_group_size_x: l.max_compute_work_group_size[0],
+        max_storage_buffer_range: l.max_storage_buffer_range,
+        max_memory_allocation_size: u64::MAX,
+        subgroup_size: 0,
+        timestamp_period: l.timestamp_period,
+        timestamp_valid_bits: 0,
+        min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
+    };
+    println!("device: {}", props.device_name_as_c_str()?.to_string_lossy());
+
+    let priorities = [1.0];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&priorities)];
+    let mut feature = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
+    let enabled = [name.as_ptr()];
+    let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&enabled).push_next(&mut feature);
+    // SAFETY: the extension was checked above; every pointer in `info` outlives the call.
+    let device = unsafe { instance.create_device(physical, &info, None) }?;
+    let result = report(instance, &device, &limits, options);
+    // SAFETY: `report` destroyed what it created; nothing runs on the device.
+    unsafe { device.destroy_device(None) };
+    result
+}
+
+fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits, options: KernelOptions) -> Result<()> {
+    let stats = ash::khr::pipeline_executable_properties::Device::new(instance, device);
+    let bindings = [0, 1, 2].map(|b| {
+        vk::DescriptorSetLayoutBinding::default()
+            .binding(b)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+    });
+    // SAFETY: `device` is live and the info is complete.
+    let set_layout = unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) }?;
+    let ranges = [vk::PushConstantRange {
+        stage_flags: vk::ShaderStageFlags::COMPUTE,
+        offset: 0,
+        size: std::mem::size_of::<PushConstants>() as u32,
+    }];
+    let set_layouts = [set_layout];
+    let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
+    // SAFETY: as above.
+    let layout = unsafe { device.create_pipeline_layout(&info, None) }?;
+    let mut result = Ok(());
+    'builds: for width in [KeyWidth::Bits32, KeyWidth::Bits64] {
+        for payload in [Payload::Keys, Payload::Pairs] {
+            let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
+            let mut kernels = vec![
+                (PassKind::TileSort, [local_wg, geometry.tile(), geometry.fused], "tile_sort".to_string()),
+                (PassKind::LocalMerge, [local_wg, geometry.tile(), geometry.fused], "local_merge".to_string()),
+            ];
+            for m in 1..=geometry.fused {
+                kernels.push((PassKind::GlobalMerge, [geometry.global_wg, geometry.tile(), m], format!("global_merge fused {m}")));
+            }
+            for (kind, constants, label) in kernels {
+                let code = spirv(kind, payload, width, Variant::Lean);
+                if let Err(e) = print_kernel(device, &stats, layout, code, &constants, &label, width, payload) {
+                    result = Err(e);
+                    break 'builds;
+                }
+            }
+        }
+    }
+    // SAFETY: no pipeline made with them is alive.
+    unsafe {
+        device.destroy_pipeline_layout(layout, None);
+        device.destroy_descriptor_set_layout(set_layout, None);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_kernel(
+    device: &ash::Device,
+    stats: &ash::khr::pipeline_executable_properties::Device,
+    layout: vk::PipelineLayout,
+    code: &[u32],
+    constants: &[u32; 3],
+    label: &str,
+    width: KeyWidth,
+    payload: Payload,
+) -> Result<()> {
+    // SAFETY: `code` is the crate's SPIR-V.
+    let module = unsafe { device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(code), None) }?;
+    let entries = [0u32, 1, 2].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(constants));
+    let stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module)
+        .name(c"main")
+        .specialization_info(&specialization);
+    let info = [vk::ComputePipelineCreateInfo::default()
+        .stage(stage)
+        .layout(layout)
+        .flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)];
+    // SAFETY: live module and layout; the specialization data matches its map.
+    let created = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
+    // SAFETY: a pipeline does not refer to its module after creation.
+    unsafe { device.destroy_shader_module(module, None) };
+    let pipeline = created.map_err(|(_, e)| e)?[0];
+    // SAFETY: `pipeline` was created with CAPTURE_STATISTICS on a device with the feature on.
+    let executables = unsafe { stats.get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(pipeline)) };
+    let mut line = format!(
+        "{:>3}-byte {:<5} {:<22} wg {:>4} tile {:>5} fused {}:",
+        width.bytes(),
+        match payload {
+            Payload::Keys => "keys",
+            Payload::Pairs => "pairs",
+        },
+        label,
+        constants[0],
+        constants[1],
+        constants[2]
+    );
+    for index in 0..executables.as_ref().map_or(0, |e| e.len() as u32) {
+        let info = vk::PipelineExecutableInfoKHR::default().pipeline(pipeline).executable_index(index);
+        // SAFETY: as above; `index` is below the executable count.
+        for s in unsafe { stats.get_pipeline_executable_statistics(&info) }? {
+            let name = s.name_as_c_str().unwrap_or(c"?");
+            // SAFETY: the union member read is the one `format` names.
+            let value = unsafe {
+                match s.format {
+                    vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (s.value.b32 != 0).to_string(),
+                    vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                    vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                    _ => s.value.f64.to_string(),
+                }
+            };
+            line.push_str(&format!(" {}={}", short(name), value));
+        }
+    }
+    println!("{line}");
+    // SAFETY: never used by a command buffer.
+    unsafe { device.destroy_pipeline(pipeline, None) };
+    executables?;
+    Ok(())
+}
+
+fn short(name: &CStr) -> String {
+    name.to_string_lossy().replace(' ', "_")
+}
