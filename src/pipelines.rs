@@ -13,11 +13,20 @@ pub use crate::plan::MAX_TILE;
 
 /// Invocations per workgroup of global_merge, before the device's limits.
 const GLOBAL_WG: u32 = 256;
-/// Most invocations per workgroup of the local kernels, before the device's limits. The default is
-/// a quarter of the tile: on the H100, 1024 invocations for tiles of 4096 and 8192 elements beat
-/// one invocation per group of 16 elements (256 and 512) at 2^16 to 2^22 keys and pairs
-/// (`bench --local-wg`), except for 2^10, where it lost about 3 us.
-const LOCAL_WG_MAX: u32 = 1024;
+/// Most invocations per workgroup of the local kernels by default, before the device's limits;
+/// the default is a quarter of the tile up to this. With 4-byte keys, 512: once the local kernels
+/// loaded and stored full tiles in unrolled batches, 512 invocations beat 1024 on the H100 by 5
+/// to 11 % at 2^20 and 2^24 keys and pairs and at 2^22 keys; 2^16 keys and 2^22 pairs (a size
+/// whose times are bimodal) read 2 % slower (`bench --local-wg 512`, two runs each). With
+/// 8-byte keys, 1024: their local kernels took 80 to 119 registers at 512
+/// invocations (`examples/kernel_stats.rs`), so one workgroup of 512 would fill a multiprocessor;
+/// 512 is not measured for them.
+fn local_wg_max(width: KeyWidth) -> u32 {
+    match width {
+        KeyWidth::Bits32 => 512,
+        KeyWidth::Bits64 => 1024,
+    }
+}
 
 fn prev_power_of_two(x: u32) -> u32 {
     if x == 0 {
@@ -35,7 +44,8 @@ pub struct KernelOptions {
     /// Caps the substages fused per global pass and per local chunk (1..=4).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
-    /// tile, at most 1024); a power of two, capped by the device.
+    /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by
+    /// the device.
     pub local_workgroup_size: Option<u32>,
 }
 
@@ -97,7 +107,7 @@ pub fn geometry_for(
             })
         }
         Some(wg) => wg.min(invocations),
-        None => (tile / 4).clamp(1, LOCAL_WG_MAX).min(invocations),
+        None => (tile / 4).clamp(1, local_wg_max(width)).min(invocations),
     };
     let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused };
     Ok((geometry, local_wg))

@@ -30,7 +30,8 @@ pub struct SorterDesc {
     /// default 4). 1 runs one substage per global pass, as NVIDIA's CUDA sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
-    /// the tile, at most 1024, capped by the device. A tuning knob for `bench`.
+    /// the tile, at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device.
+    /// A tuning knob for `bench`.
     pub local_workgroup_size: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.

@@ -402,18 +402,23 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
 #[test]
 fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
     let mut rng = rng("split dispatches");
-    for (max_tile, max_groups, max_fused) in [
-        (Some(64), Some(3), None),
-        (Some(2), None, None),
-        (Some(16), Some(1), Some(1)),
-        (None, Some(2), Some(2)),
-        (Some(256), None, Some(3)),
-        (None, None, Some(1)),
+    // The last two rows take local workgroups other than the default (which depends on the key
+    // width): with 1024 invocations a 256-element tile leaves most of them idle.
+    for (max_tile, max_groups, max_fused, local_wg) in [
+        (Some(64), Some(3), None, None),
+        (Some(2), None, None, None),
+        (Some(16), Some(1), Some(1), None),
+        (None, Some(2), Some(2), None),
+        (Some(256), None, Some(3), None),
+        (None, None, Some(1), None),
+        (None, None, None, Some(64)),
+        (Some(256), Some(2), None, Some(1024)),
     ] {
         let desc = SorterDesc {
             max_tile,
             max_workgroups_per_dispatch: max_groups,
             max_fused_substages: max_fused,
+            local_workgroup_size: local_wg,
             ..SorterDesc::default()
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
