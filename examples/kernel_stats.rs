@@ -18,6 +18,7 @@ use bitonic_vk::pipelines::{geometry_for, KernelOptions};
 use bitonic_vk::plan::PassKind;
 use bitonic_vk::push::PushConstants;
 use bitonic_vk::shaders::{spirv, Payload, Variant};
+use bitonic_vk::ContextDesc;
 use bitonic_vk::KeyWidth;
 use clap::Parser;
 
@@ -36,7 +37,8 @@ struct Args {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let options = KernelOptions { max_tile: args.max_tile, max_fused: args.max_fused, local_workgroup_size: args.local_wg };
+    let options =
+        KernelOptions { max_tile: args.max_tile, max_fused: args.max_fused, local_workgroup_size: args.local_wg };
     // SAFETY: loads the system's Vulkan loader; `entry` outlives every object made from it.
     let entry = unsafe { ash::Entry::load() }.context("no Vulkan loader")?;
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
@@ -49,42 +51,31 @@ fn main() -> Result<()> {
 }
 
 fn run(instance: &ash::Instance, options: KernelOptions) -> Result<()> {
-    // SAFETY: plain queries of a live instance.
+    // The device the sorter would choose, with its limits as the sorter reads them; enumeration
+    // order is the same in this instance.
+    let list = bitonic_vk::list_devices(&ContextDesc::default())?;
+    let info = &list.devices[list.chosen];
+    // SAFETY: plain query of a live instance.
     let physicals = unsafe { instance.enumerate_physical_devices() }?;
-    let physical = *physicals
-        .iter()
-        // SAFETY: as above.
-        .max_by_key(|&&p| unsafe { instance.get_physical_device_properties(p) }.device_type == vk::PhysicalDeviceType::DISCRETE_GPU)
-        .context("no Vulkan device")?;
-    // SAFETY: as above.
-    let props = unsafe { instance.get_physical_device_properties(physical) };
+    let physical = *physicals.get(info.index).context("the device list changed")?;
     // SAFETY: as above.
     let extensions = unsafe { instance.enumerate_device_extension_properties(physical) }?;
     let name = ash::khr::pipeline_executable_properties::NAME;
     if !extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(name)) {
-        bail!("{} does not offer {}", props.device_name_as_c_str()?.to_string_lossy(), name.to_string_lossy());
+        bail!("{} does not offer {}", info.name, name.to_string_lossy());
     }
-    let l = &props.limits;
-    let limits = DeviceLimits {
-        max_compute_shared_memory_size: l.max_compute_shared_memory_size,
-        max_compute_work_group_count_x: l.max_compute_work_group_count[0],
-        max_compute_work_group_count_y: l.max_compute_work_group_count[1],
-        max_compute_work_group_invocations: l.max_compute_work_group_invocations,
-        max_compute_work_group_size_x: l.max_compute_work_group_size[0],
-        max_storage_buffer_range: l.max_storage_buffer_range,
-        max_memory_allocation_size: u64::MAX,
-        subgroup_size: 0,
-        timestamp_period: l.timestamp_period,
-        timestamp_valid_bits: 0,
-        min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
-    };
-    println!("device: {}", props.device_name_as_c_str()?.to_string_lossy());
+    let limits = info.limits;
+    println!("device: {}", info.name);
 
     let priorities = [1.0];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&priorities)];
-    let mut feature = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
+    let mut feature =
+        vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
     let enabled = [name.as_ptr()];
-    let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&enabled).push_next(&mut feature);
+    let info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&enabled)
+        .push_next(&mut feature);
     // SAFETY: the extension was checked above; every pointer in `info` outlives the call.
     let device = unsafe { instance.create_device(physical, &info, None) }?;
     let result = report(instance, &device, &limits, options);
@@ -103,7 +94,9 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
     });
     // SAFETY: `device` is live and the info is complete.
-    let set_layout = unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) }?;
+    let set_layout = unsafe {
+        device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
+    }?;
     let ranges = [vk::PushConstantRange {
         stage_flags: vk::ShaderStageFlags::COMPUTE,
         offset: 0,
@@ -122,7 +115,11 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
                 (PassKind::LocalMerge, [local_wg, geometry.tile(), geometry.fused], "local_merge".to_string()),
             ];
             for m in 1..=geometry.fused {
-                kernels.push((PassKind::GlobalMerge, [geometry.global_wg, geometry.tile(), m], format!("global_merge fused {m}")));
+                kernels.push((
+                    PassKind::GlobalMerge,
+                    [geometry.global_wg, geometry.tile(), m],
+                    format!("global_merge fused {m}"),
+                ));
             }
             for (kind, constants, label) in kernels {
                 let code = spirv(kind, payload, width, Variant::Lean);
@@ -171,7 +168,8 @@ fn print_kernel(
     unsafe { device.destroy_shader_module(module, None) };
     let pipeline = created.map_err(|(_, e)| e)?[0];
     // SAFETY: `pipeline` was created with CAPTURE_STATISTICS on a device with the feature on.
-    let executables = unsafe { stats.get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(pipeline)) };
+    let executables =
+        unsafe { stats.get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(pipeline)) };
     let mut line = format!(
         "{:>3}-byte {:<5} {:<22} wg {:>4} tile {:>5} fused {}:",
         width.bytes(),
