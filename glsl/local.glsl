@@ -158,9 +158,9 @@ uint full_slot(uint first, uint mirror, uint s, uint low, uint m, bool flip) {
     return swizzle(i);
 }
 
-// A group of a full tile (partial_group below is the general one), with `flip` and m literals at every call site: the group's first
-// element and mirror are computed once and each slot is an offset from them, and the direction of
-// every comparator is known when the kernel is compiled.
+// A group of a full tile (partial_group below is the general one), with `flip` and m literals at
+// every call site: the group's first element and mirror are computed once and each slot is an
+// offset from them, and the direction of every comparator is known when the kernel is compiled.
 void full_group(uint g, uint low, uint m, bool flip) {
     uint half_slots = 1u << (m - 1u);
     uint top = low << (m - 1u);
