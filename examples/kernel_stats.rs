@@ -15,7 +15,7 @@ use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use bitonic_vk::context::DeviceLimits;
 use bitonic_vk::pipelines::{geometry_for, KernelOptions};
-use bitonic_vk::plan::PassKind;
+use bitonic_vk::plan::{PassKind, MAX_CHUNK};
 use bitonic_vk::push::PushConstants;
 use bitonic_vk::shaders::{spirv, Payload, Variant};
 use bitonic_vk::ContextDesc;
@@ -27,7 +27,7 @@ struct Args {
     /// Invocations per workgroup of the local kernels (default: the sorter's).
     #[arg(long)]
     local_wg: Option<u32>,
-    /// Substages fused per group (1..=4; default: the sorter's).
+    /// Substages fused per group (1..=5; default: the sorter's).
     #[arg(long)]
     max_fused: Option<u32>,
     /// Cap of the elements per tile.
@@ -110,9 +110,10 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
     'builds: for width in [KeyWidth::Bits32, KeyWidth::Bits64] {
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
+            let chunk = geometry.fused.min(MAX_CHUNK);
             let mut kernels = vec![
-                (PassKind::TileSort, [local_wg, geometry.tile(), geometry.fused], "tile_sort".to_string()),
-                (PassKind::LocalMerge, [local_wg, geometry.tile(), geometry.fused], "local_merge".to_string()),
+                (PassKind::TileSort, [local_wg, geometry.tile(), chunk], "tile_sort".to_string()),
+                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk], "local_merge".to_string()),
             ];
             for m in 1..=geometry.fused {
                 kernels.push((

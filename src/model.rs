@@ -292,7 +292,7 @@ mod tests {
         let mut v = Vec::new();
         for tile_log2 in [1, 2, 3] {
             for global_wg in [1, 2, 4] {
-                for fused in [1, 2, 3, 4] {
+                for fused in [1, 2, 3, 4, 5] {
                     v.push((Geometry { tile_log2, global_wg, fused }, ALL_GROUPS));
                 }
             }

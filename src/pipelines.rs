@@ -5,7 +5,7 @@ use ash::vk;
 
 use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
-use crate::plan::{Geometry, PassKind, MAX_FUSED};
+use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED};
 use crate::push::PushConstants;
 use crate::shaders::{spirv, Build, KeyWidth, Payload};
 
@@ -41,7 +41,7 @@ fn prev_power_of_two(x: u32) -> u32 {
 pub struct KernelOptions {
     /// Caps the elements per tile (a power of two, at least 2).
     pub max_tile: Option<u32>,
-    /// Caps the substages fused per global pass and per local chunk (1..=4).
+    /// Caps the substages fused per global pass (1..=5) and per local chunk (at most 4 anyway).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
     /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by
@@ -76,11 +76,7 @@ pub fn geometry_for(
     }
     let fused = match options.max_fused {
         Some(f) if !(1..=MAX_FUSED).contains(&f) => {
-            return Err(Error::InvalidOption {
-                name: "max_fused",
-                value: f.to_string(),
-                reason: "must be 1, 2, 3 or 4",
-            })
+            return Err(Error::InvalidOption { name: "max_fused", value: f.to_string(), reason: "must be 1 to 5" })
         }
         Some(f) => f,
         None => MAX_FUSED,
@@ -199,8 +195,9 @@ impl Kernels {
             build,
         };
         let layout = layouts.pipeline_layout;
-        // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group).
-        let local = [local_wg, geometry.tile(), geometry.fused];
+        // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group: per
+        // chunk in the local kernels, at most MAX_CHUNK; per pass in global_merge).
+        let local = [local_wg, geometry.tile(), geometry.fused.min(MAX_CHUNK)];
         kernels.tile_sort =
             create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
         kernels.local_merge =

@@ -26,8 +26,9 @@ pub struct SorterDesc {
     /// Caps the elements per tile of the local kernels (a power of two, at least 2). Smaller tiles
     /// mean more global passes; tests use it to reach those passes at small sizes.
     pub max_tile: Option<u32>,
-    /// Caps the substages fused in registers per global pass and per shared-memory chunk (1..=4,
-    /// default 4). 1 runs one substage per global pass, as NVIDIA's CUDA sample does.
+    /// Caps the substages fused in registers per global pass (1..=5, default 5) and per
+    /// shared-memory chunk (at most 4 whatever the cap). 1 runs one substage per global pass, as
+    /// NVIDIA's CUDA sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
     /// the tile, at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device.
@@ -1125,10 +1126,12 @@ pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize, width: KeyW
 
 /// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above
 /// it), but small enough that there are at least [`TILES_WANTED`] tiles, down to
-/// [`SMALLEST_SIZED_TILE`].
+/// [`SMALLEST_SIZED_TILE`] or the power of two at or above n, whichever is smaller: a tile larger
+/// than the whole sort would leave it partial, and partial tiles test every bound.
 pub(crate) fn tile_for(n: usize) -> u32 {
     let per_tile = (n / TILES_WANTED).max(1);
-    let by_size = (1usize << (usize::BITS - 1 - per_tile.leading_zeros())).max(SMALLEST_SIZED_TILE as usize);
+    let floor = (SMALLEST_SIZED_TILE as usize).min(n.max(2).next_power_of_two());
+    let by_size = (1usize << (usize::BITS - 1 - per_tile.leading_zeros())).max(floor);
     u32::try_from(by_size).unwrap_or(u32::MAX)
 }
 
@@ -1197,5 +1200,26 @@ impl Drop for Sorter {
             device.destroy_fence(self.fence, None);
             device.destroy_command_pool(self.pool, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tile_for;
+
+    #[test]
+    fn tiles_are_sized_to_the_sort() {
+        // A sort no larger than the smallest sized tile gets a tile of its own size (rounded up),
+        // so its one tile is full unless n is not a power of two.
+        assert_eq!(tile_for(0), 2);
+        assert_eq!(tile_for(2), 2);
+        assert_eq!(tile_for(3), 4);
+        assert_eq!(tile_for(1000), 1024);
+        assert_eq!(tile_for(1024), 1024);
+        assert_eq!(tile_for(1025), 2048);
+        // Larger sorts keep at least 32 tiles, down to 2048 elements.
+        assert_eq!(tile_for(1 << 16), 2048);
+        assert_eq!(tile_for(1 << 17), 4096);
+        assert_eq!(tile_for((1 << 20) + 5), 1 << 15);
     }
 }

@@ -411,7 +411,7 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
         (None, Some(2), Some(2), None),
         (Some(256), None, Some(3), None),
         (None, None, Some(1), None),
-        (None, None, None, Some(64)),
+        (None, None, Some(4), Some(64)),
         (Some(256), Some(2), None, Some(1024)),
     ] {
         let desc = SorterDesc {

@@ -128,7 +128,7 @@ fuzz_target!(|input: Input| {
     // What the planner accepts, written out independently of it.
     let valid = (1..=14).contains(&geometry.tile_log2)
         && geometry.global_wg >= 1
-        && (1..=4).contains(&geometry.fused)
+        && (1..=5).contains(&geometry.fused)
         && n <= 1 << 31;
     let plan = match Plan::new(n, geometry, flags) {
         Ok(plan) => plan,

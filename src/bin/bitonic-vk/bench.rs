@@ -59,8 +59,8 @@ pub struct BenchArgs {
     /// largest that fits the device's shared memory.
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
-    /// Cap the substages fused in registers per global pass and per local chunk (1 to 4; 1 is one
-    /// substage per global pass, as NVIDIA's CUDA sample does).
+    /// Cap the substages fused in registers per global pass (1 to 5) and per local chunk (at most
+    /// 4 anyway); 1 is one substage per global pass, as NVIDIA's CUDA sample does.
     #[arg(long, value_name = "N")]
     max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
