@@ -531,7 +531,7 @@ fn invalid_options_are_errors() {
         SorterDesc { max_tile: Some(1), ..SorterDesc::default() },
         SorterDesc { max_workgroups_per_dispatch: Some(0), ..SorterDesc::default() },
         SorterDesc { max_fused_substages: Some(0), ..SorterDesc::default() },
-        SorterDesc { max_fused_substages: Some(5), ..SorterDesc::default() },
+        SorterDesc { max_fused_substages: Some(6), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}
