@@ -14,8 +14,8 @@ use std::ffi::CStr;
 use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use bitonic_vk::context::DeviceLimits;
-use bitonic_vk::pipelines::{geometry_for, KernelOptions};
-use bitonic_vk::plan::{PassKind, MAX_CHUNK};
+use bitonic_vk::pipelines::{geometry_for, local_chunk, KernelOptions};
+use bitonic_vk::plan::PassKind;
 use bitonic_vk::push::PushConstants;
 use bitonic_vk::shaders::{spirv, Payload, Variant};
 use bitonic_vk::ContextDesc;
@@ -110,7 +110,7 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
     'builds: for width in [KeyWidth::Bits32, KeyWidth::Bits64] {
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
-            let chunk = geometry.fused.min(MAX_CHUNK);
+            let chunk = local_chunk(payload, width, &geometry);
             let mut kernels = vec![
                 (PassKind::TileSort, [local_wg, geometry.tile(), chunk], "tile_sort".to_string()),
                 (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk], "local_merge".to_string()),

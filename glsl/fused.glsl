@@ -10,14 +10,12 @@
 
 #extension GL_EXT_control_flow_attributes : require
 
-// Substages per group (specialization constant 2): exactly this many in a global_merge pass (1..5),
-// at most this many per chunk in the local kernels (1..4).
+// Substages per group (specialization constant 2): exactly this many in a global_merge pass, at
+// most this many per chunk in the local kernels; 1..5.
 layout(constant_id = 2) const uint FUSED = 4;
-// Register slots per invocation: 2^FUSED at most. global_merge defines 32 before including this
-// file; the local kernels keep 16 (their chunks take at most 4 substages).
-#ifndef MAX_SLOTS
-#define MAX_SLOTS 16u
-#endif
+// Register slots per invocation: 2^FUSED at most. Slots a kernel's FUSED leaves unused are never
+// indexed once the loops over 1 << FUSED unroll, and cost no register.
+const uint MAX_SLOTS = 32u;
 
 KEY r_key[MAX_SLOTS];
 #ifdef PAIRS

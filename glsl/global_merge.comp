@@ -6,7 +6,6 @@
 // are local kernels.
 // Push constants used: n, inc (a power of two), dir (0 or 1), group_offset, flags (count).
 #include "common.glsl"
-#define MAX_SLOTS 32u
 #include "fused.glsl"
 
 void main() {

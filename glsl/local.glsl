@@ -5,6 +5,8 @@
 
 #include "common.glsl"
 #include "fused.glsl"
+// Elements per invocation of one batch of tile loads or stores (see tile_batch).
+const uint LOAD_SLOTS = 16u;
 
 // Elements per tile, a power of two (specialization constant 1), sized on the host from
 // maxComputeSharedMemorySize: TILE * 4 bytes per key (8 with KEY64; + 4 per value with PAIRS)
@@ -43,7 +45,7 @@ bool tile_live(uint base) {
 // workgroup of 1024 invocations per multiprocessor (at 64 registers each, the whole register
 // file) that held the H100's local merges to a third of the copy bandwidth.
 uint tile_batch() {
-    return clamp(TILE / WG_SIZE, 1u, MAX_SLOTS);
+    return clamp(TILE / WG_SIZE, 1u, LOAD_SLOTS);
 }
 
 // Elements at global index >= N are virtual +infinity keys: never loaded, never stored (a tile
@@ -56,7 +58,7 @@ void load_tile(uint base) {
     if (live == TILE) {
         uint batch = tile_batch();
         for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
-            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+            [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
                 uint i = i0 + r * WG_SIZE + lid;
                 if (r < batch && i < TILE) {
                     r_key[r] = keys[first + i];
@@ -65,7 +67,7 @@ void load_tile(uint base) {
 #endif
                 }
             }
-            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+            [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
                 uint i = i0 + r * WG_SIZE + lid;
                 if (r < batch && i < TILE) {
                     s_keys[swizzle(i)] = map ? to_image(r_key[r]) : r_key[r];
@@ -95,7 +97,7 @@ void store_tile(uint base) {
     if (live == TILE) {
         uint batch = tile_batch();
         for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
-            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+            [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
                 uint i = i0 + r * WG_SIZE + lid;
                 if (r < batch && i < TILE) {
                     r_key[r] = s_keys[swizzle(i)];
@@ -104,7 +106,7 @@ void store_tile(uint base) {
 #endif
                 }
             }
-            [[unroll]] for (uint r = 0u; r < MAX_SLOTS; r++) {
+            [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
                 uint i = i0 + r * WG_SIZE + lid;
                 if (r < batch && i < TILE) {
                     keys[first + i] = map ? from_image(r_key[r]) : r_key[r];
@@ -206,7 +208,9 @@ void full_chunk(uint low, uint m, bool flip) {
 // One chunk of a full tile, with m and flip turned into literals for full_group.
 void full_chunk_any(uint low, uint m, bool flip) {
     if (flip) {
-        if (FUSED >= 4u && m == 4u) {
+        if (FUSED >= 5u && m == 5u) {
+            full_chunk(low, 5u, true);
+        } else if (FUSED >= 4u && m == 4u) {
             full_chunk(low, 4u, true);
         } else if (FUSED >= 3u && m == 3u) {
             full_chunk(low, 3u, true);
@@ -216,7 +220,9 @@ void full_chunk_any(uint low, uint m, bool flip) {
             full_chunk(low, 1u, true);
         }
     } else {
-        if (FUSED >= 4u && m == 4u) {
+        if (FUSED >= 5u && m == 5u) {
+            full_chunk(low, 5u, false);
+        } else if (FUSED >= 4u && m == 4u) {
             full_chunk(low, 4u, false);
         } else if (FUSED >= 3u && m == 3u) {
             full_chunk(low, 3u, false);
@@ -315,7 +321,8 @@ void first_stages(uint g, uint limit, uint stages, bool checked) {
 
 // `count` consecutive substages of one stage, strides top .. top >> (count-1), the first the
 // stage's flip when `flip`; in the fewest chunks of up to FUSED substages, balanced (13 substages
-// run as 4+3+3+3: a chunk of one substage would loop over twice the groups of one of two).
+// run as 4+3+3+3 with FUSED 4, 5+4+4 with 5: a chunk of one substage would loop over twice the
+// groups of one of two).
 // Local indices at or past `limit` are virtual.
 void substages(uint limit, uint top, uint count, bool flip) {
     uint chunks = (count + FUSED - 1u) / FUSED;
@@ -326,6 +333,8 @@ void substages(uint limit, uint top, uint count, bool flip) {
         // test no bound.
         if (limit >= TILE) {
             full_chunk_any(low, m, flip);
+        } else if (FUSED >= 5u && m == 5u) {
+            partial_chunk(limit, low, 5u, flip);
         } else if (FUSED >= 4u && m == 4u) {
             partial_chunk(limit, low, 4u, flip);
         } else if (FUSED >= 3u && m == 3u) {

@@ -36,6 +36,18 @@ fn prev_power_of_two(x: u32) -> u32 {
     }
 }
 
+/// Substages per shared-memory chunk of the local kernels: up to [`MAX_CHUNK`] (groups of 32
+/// elements) for 4-byte keys alone in tiles of 8192 or more, else up to 4, and never more than
+/// `geometry.fused`. On the H100 (`bench`, two runs each against chunks of 4, local workgroups of
+/// 512): 2^20 keys 0.123 -> 0.115 ms and 2^24 keys 2.350 -> 2.175 ms, the tile sort 349 -> 302 us
+/// and each local merge 99 -> 88 us at 2^24; but 2^20 pairs 0.204 -> 0.214 ms, 2^24 pairs 4.56 ->
+/// 4.69 ms, and 2^10 keys (a tile of 1024) 12.9 -> 15.5 us; 2^16 keys (tiles of 2048) even.
+/// 32 slots took the keys' tile sort to 101 registers (67 with 16).
+pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry) -> u32 {
+    let wide = payload == Payload::Keys && width == KeyWidth::Bits32 && geometry.tile() >= 8192;
+    geometry.fused.min(if wide { MAX_CHUNK } else { 4 })
+}
+
 /// Choices that shape the kernels, from [`crate::SorterDesc`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelOptions {
@@ -195,9 +207,9 @@ impl Kernels {
             build,
         };
         let layout = layouts.pipeline_layout;
-        // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group: per
-        // chunk in the local kernels, at most MAX_CHUNK; per pass in global_merge).
-        let local = [local_wg, geometry.tile(), geometry.fused.min(MAX_CHUNK)];
+        // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group: at most
+        // per chunk in the local kernels, exactly per pass in global_merge).
+        let local = [local_wg, geometry.tile(), local_chunk(payload, width, &geometry)];
         kernels.tile_sort =
             create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
         kernels.local_merge =

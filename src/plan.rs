@@ -55,7 +55,7 @@ pub struct Geometry {
     pub global_wg: u32,
     /// Most substages fused in registers per global pass, 1..=[`MAX_FUSED`]; 1 runs one substage
     /// per global pass, as the CUDA sample does. The local kernels' shared-memory chunks take up
-    /// to `fused.min(MAX_CHUNK)` substages each.
+    /// to `pipelines::local_chunk` substages each, never more than this.
     pub fused: u32,
 }
 
@@ -66,9 +66,9 @@ pub const MAX_TILE: u32 = 1 << 14;
 /// The most substages one invocation of a global pass fuses in registers (groups of 32 elements).
 pub const MAX_FUSED: u32 = 5;
 
-/// The most substages per shared-memory chunk of the local kernels (groups of 16 elements): at
-/// 1024 invocations their 16 slots already take 54 to 64 registers on the H100.
-pub const MAX_CHUNK: u32 = 4;
+/// The most substages per shared-memory chunk of the local kernels (groups of 32 elements); which
+/// builds take that many is `pipelines::local_chunk`.
+pub const MAX_CHUNK: u32 = 5;
 
 impl Geometry {
     /// Elements per tile.
