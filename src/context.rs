@@ -448,6 +448,11 @@ pub(crate) struct Shared {
     pub queue_family: u32,
     queue: Mutex<vk::Queue>,
     allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// One pipeline cache for every sorter of the context: a sorter made with the same options
+    /// as an earlier one (tests and `bench` make many) finds its pipelines compiled. Created
+    /// without VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT, so the implementation
+    /// synchronises its use from several threads.
+    pub pipeline_cache: vk::PipelineCache,
     instance: InstanceGuard,
     /// Set once any call reports VK_ERROR_DEVICE_LOST: every later sort fails at once with
     /// `DeviceLost` instead of reaching the driver again.
@@ -484,6 +489,9 @@ impl Drop for Shared {
     fn drop(&mut self) {
         // SAFETY: the allocator is dropped once, here, before the device it allocates from.
         unsafe { ManuallyDrop::drop(&mut self.allocator) };
+        // SAFETY: the cache belongs to this device, and every pipeline creation that used it has
+        // returned (it is only used inside vkCreateComputePipelines).
+        unsafe { self.device.destroy_pipeline_cache(self.pipeline_cache, None) };
         // SAFETY: every object created from the device (sorters hold a clone of this Arc) is gone.
         unsafe { self.device.destroy_device(None) };
         // `instance` drops after this, destroying the messenger and the instance.
@@ -526,6 +534,16 @@ impl Context {
             unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
         // SAFETY: queue 0 of this family was requested at device creation.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        // SAFETY: `device` is live; an empty cache needs no initial data.
+        let pipeline_cache =
+            match unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) } {
+                Ok(cache) => cache,
+                Err(e) => {
+                    // SAFETY: nothing was created from the device yet.
+                    unsafe { device.destroy_device(None) };
+                    return Err(Error::vk("vkCreatePipelineCache")(e));
+                }
+            };
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.raw.clone(),
             device: device.clone(),
@@ -537,8 +555,11 @@ impl Context {
         let allocator = match allocator {
             Ok(a) => a,
             Err(e) => {
-                // SAFETY: nothing was created from the device yet.
-                unsafe { device.destroy_device(None) };
+                // SAFETY: nothing but the cache was created from the device yet.
+                unsafe {
+                    device.destroy_pipeline_cache(pipeline_cache, None);
+                    device.destroy_device(None);
+                }
                 return Err(Error::alloc("the allocator", 0)(e));
             }
         };
@@ -550,6 +571,7 @@ impl Context {
             queue_family,
             queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            pipeline_cache,
             instance,
             lost: AtomicBool::new(false),
         };

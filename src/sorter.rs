@@ -66,6 +66,12 @@ const TILES_WANTED: usize = 32;
 /// The smallest tile chosen for a small sort (an explicit `max_tile` may go lower). On the H100,
 /// 2^16 keys took 93 us with 8192-element tiles and 72 us with 2048 (`bench --max-tile`).
 const SMALLEST_SIZED_TILE: u32 = 2048;
+/// The tile of sorts of at most this many elements. A sort of 2^10 elements in a tile of 2048 was
+/// one partial tile, which tests every bound: 17.3 us for keys on the H100, 13.0 us in a tile of
+/// 1024. Each tile size is a set of pipelines kept for the life of the sorter, so small sorts get
+/// this one size rather than n rounded up to a power of two (which compiled up to ten sets for the
+/// sizes below 1024, and grew the soak test's memory as new sizes came).
+const SMALL_SORT_TILE: u32 = 1024;
 
 /// What one sort did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -277,7 +283,7 @@ impl Sorter {
         // One binding, rebound for every sort (the sorter waits for each sort before the next).
         let recorder_desc = RecorderDesc {
             max_bindings: 1,
-            pipeline_cache: vk::PipelineCache::null(),
+            pipeline_cache: shared.pipeline_cache,
             max_tile: options.max_tile,
             max_fused_substages: options.max_fused,
             local_workgroup_size: options.local_workgroup_size,
@@ -1126,11 +1132,10 @@ pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize, width: KeyW
 
 /// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above
 /// it), but small enough that there are at least [`TILES_WANTED`] tiles, down to
-/// [`SMALLEST_SIZED_TILE`] or the power of two at or above n, whichever is smaller: a tile larger
-/// than the whole sort would leave it partial, and partial tiles test every bound.
+/// [`SMALLEST_SIZED_TILE`]; sorts of at most [`SMALL_SORT_TILE`] elements get that tile instead.
 pub(crate) fn tile_for(n: usize) -> u32 {
     let per_tile = (n / TILES_WANTED).max(1);
-    let floor = (SMALLEST_SIZED_TILE as usize).min(n.max(2).next_power_of_two());
+    let floor = if n <= SMALL_SORT_TILE as usize { SMALL_SORT_TILE } else { SMALLEST_SIZED_TILE } as usize;
     let by_size = (1usize << (usize::BITS - 1 - per_tile.leading_zeros())).max(floor);
     u32::try_from(by_size).unwrap_or(u32::MAX)
 }
@@ -1209,14 +1214,14 @@ mod tests {
 
     #[test]
     fn tiles_are_sized_to_the_sort() {
-        // A sort no larger than the smallest sized tile gets a tile of its own size (rounded up),
-        // so its one tile is full unless n is not a power of two.
-        assert_eq!(tile_for(0), 2);
-        assert_eq!(tile_for(2), 2);
-        assert_eq!(tile_for(3), 4);
+        // Sorts of up to 1024 elements share one tile of 1024, so a sort of 2^10 is one full tile
+        // and small sizes add one set of pipelines, not one per power of two.
+        assert_eq!(tile_for(0), 1024);
+        assert_eq!(tile_for(3), 1024);
         assert_eq!(tile_for(1000), 1024);
         assert_eq!(tile_for(1024), 1024);
         assert_eq!(tile_for(1025), 2048);
+        assert_eq!(tile_for(2048), 2048);
         // Larger sorts keep at least 32 tiles, down to 2048 elements.
         assert_eq!(tile_for(1 << 16), 2048);
         assert_eq!(tile_for(1 << 17), 4096);
