@@ -32,10 +32,11 @@
 //!   are virtual +infinity keys, so a comparator reaching one is skipped. Any n works without
 //!   padding, sentinels or extra memory, and a key equal to `u32::MAX` or +NaN is never confused
 //!   with padding.
-//! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs up to four
+//! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs up to five
 //!   consecutive substages with strides of a tile or more straight on the buffers, `local_merge`
-//!   finishes the strides below a tile. Each invocation runs up to four substages on a group of
-//!   16 elements in registers (register fusion, `glsl/fused.glsl`), the flip included. The tile
+//!   finishes the strides below a tile. Each invocation runs up to five substages on a group of
+//!   32 elements in registers (register fusion, `glsl/fused.glsl`), the flip included; the local
+//!   kernels' shared-memory chunks take 4 ([`pipelines::local_chunk`] says when 5). The tile
 //!   is the largest power of two that fits `maxComputeSharedMemorySize` (smaller for small
 //!   sorts), passed as a specialization constant.
 //! - **One command buffer** per sort: upload, every pass with a compute-to-compute barrier between
