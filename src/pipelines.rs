@@ -53,7 +53,7 @@ pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry) -> u3
 pub struct KernelOptions {
     /// Caps the elements per tile (a power of two, at least 2).
     pub max_tile: Option<u32>,
-    /// Caps the substages fused per global pass (1..=5) and per local chunk (at most 4 anyway).
+    /// Caps the substages fused per global pass (1..=5) and per local chunk (see [`local_chunk`]).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
     /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by

@@ -27,8 +27,9 @@ pub struct SorterDesc {
     /// mean more global passes; tests use it to reach those passes at small sizes.
     pub max_tile: Option<u32>,
     /// Caps the substages fused in registers per global pass (1..=5, default 5) and per
-    /// shared-memory chunk (at most 4 whatever the cap). 1 runs one substage per global pass, as
-    /// NVIDIA's CUDA sample does.
+    /// shared-memory chunk of the local kernels (whatever the cap, at most 5 for 4-byte keys alone
+    /// in tiles of 8192 or more, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
+    /// sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
     /// the tile, at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device.

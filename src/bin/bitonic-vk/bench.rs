@@ -60,7 +60,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
     /// Cap the substages fused in registers per global pass (1 to 5) and per local chunk (at most
-    /// 4 anyway); 1 is one substage per global pass, as NVIDIA's CUDA sample does.
+    /// 5 for u32/i32/f32 keys alone in tiles of 8192, else 4); 1 is one substage per global pass,
+    /// as NVIDIA's CUDA sample does.
     #[arg(long, value_name = "N")]
     max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
