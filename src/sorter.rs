@@ -424,10 +424,9 @@ impl Sorter {
     }
 
     /// Points the sorter's binding at its device buffers for a sort of n elements (keys of
-    /// `width`, values with `pairs`), making the pipelines for it on first use. Tiles are as large
-    /// as shared memory allows but small enough that there are at least [`TILES_WANTED`] of them
-    /// (down to [`SMALLEST_SIZED_TILE`]), so that small sorts still spread over many workgroups:
-    /// the recorder sizes them for the capacity, which is n.
+    /// `width`, values with `pairs`), making the pipelines for it on first use. The recorder sizes
+    /// the tiles for the capacity, which is n, by [`tile_for`]: as large as shared memory allows
+    /// but small enough that small sorts still spread over many workgroups.
     fn bind(&mut self, pairs: bool, width: KeyWidth, n: usize) -> Result<()> {
         let region = |slot: &Option<Buffer>, bytes: u64| BufferRegion { buffer: raw(slot), offset: 0, size: bytes };
         let desc = BindDesc {
