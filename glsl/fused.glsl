@@ -33,30 +33,50 @@ uint slot_index(uint g, uint s, uint low, uint m, bool flip) {
     return i;
 }
 
-// Runs the m substages on the slots of group g. A comparator puts the smaller image at the lower
-// element index; one whose upper index is at or past `limit` meets a virtual +infinity key and is
-// skipped; with `checked` false the caller vouches that every element is real and no bound is
-// tested. Indices are recomputed rather than kept, to spare 16 registers per invocation.
-void run_slots(uint g, uint low, uint m, bool flip, uint limit, bool checked) {
+// Padding. An element at index N or past is virtual: +infinity, never read from a buffer and never
+// written to one. A kernel that holds one in a register or in shared memory holds KEY_MAX there,
+// and every comparator then runs unchecked: a comparator moves its elements only when the one at
+// the lower index is strictly greater, every kernel sorts ascending by order image, and virtual
+// elements lie above every real one, so a KEY_MAX standing for a virtual element is never
+// greater than its partner at a lower index and never moves, even where a real key's image is
+// KEY_MAX too. A virtual element's value (PAIRS) is never read into a real position.
+
+// Compare-exchange of register slots a and b: the smaller image to a, which holds the lower
+// element index (a real one whenever b's is). A key whose image is equal stays put. Keys alone
+// as u32 take min and max (two instructions); otherwise one comparison picks key and value.
+void exchange(uint a, uint b) {
+#if !defined(PAIRS) && !defined(KEY64)
+    uint x = r_key[a];
+    uint y = r_key[b];
+    r_key[a] = min(x, y);
+    r_key[b] = max(x, y);
+#else
+    KEY x = r_key[a];
+    KEY y = r_key[b];
+    bool swap = key_greater(x, y);
+    r_key[a] = swap ? y : x;
+    r_key[b] = swap ? x : y;
+#ifdef PAIRS
+    uint v = r_value[a];
+    uint w = r_value[b];
+    r_value[a] = swap ? w : v;
+    r_value[b] = swap ? v : w;
+#endif
+#endif
+}
+
+// Runs the m substages on the slots of a group (m and flip literals at every call site).
+void run_slots(uint m, bool flip) {
     uint half_slots = 1u << (m - 1u);
     [[unroll]] for (uint j = 0u; j < m; j++) {
         uint bit = half_slots >> j;
         [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
             if ((s & bit) == 0u) {
-                uint t = s | bit;
                 // Past the flip, the mirrored slots run in decreasing index order.
-                bool reversed = flip && j > 0u && (s & half_slots) != 0u;
-                bool real = !checked || slot_index(g, reversed ? s : t, low, m, flip) < limit;
-                KEY a = r_key[s];
-                KEY b = r_key[t];
-                if (real && (reversed ? key_greater(b, a) : key_greater(a, b))) {
-                    r_key[s] = b;
-                    r_key[t] = a;
-#ifdef PAIRS
-                    uint v = r_value[s];
-                    r_value[s] = r_value[t];
-                    r_value[t] = v;
-#endif
+                if (flip && j > 0u && (s & half_slots) != 0u) {
+                    exchange(s | bit, s);
+                } else {
+                    exchange(s, s | bit);
                 }
             }
         }

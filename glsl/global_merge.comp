@@ -8,15 +8,16 @@
 #include "common.glsl"
 #include "fused.glsl"
 
-void main() {
-    uint batch = batch_base();
-    uint g = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
-    uint low = pc.inc >> (FUSED - 1u);
-    bool flip = pc.dir != 0u;
+// Group g of this pass, with flip a literal at both call sites so that every comparator's
+// direction is known when the kernel is compiled. Indices at or past n are virtual +infinity
+// keys: never read, never written, KEY_MAX in between (see the padding note in fused.glsl).
+void merge_group(uint batch, uint g, uint low, bool flip) {
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
-        r_key[s] = KEY_NONE;
-        // Indices at or past n are virtual +infinity keys: never read, never written.
+        r_key[s] = KEY_MAX;
+#ifdef PAIRS
+        r_value[s] = 0u;
+#endif
         if (i < N) {
             r_key[s] = keys[batch + i];
 #ifdef PAIRS
@@ -24,7 +25,7 @@ void main() {
 #endif
         }
     }
-    run_slots(g, low, FUSED, flip, N, true);
+    run_slots(FUSED, flip);
     [[unroll]] for (uint s = 0u; s < (1u << FUSED); s++) {
         uint i = slot_index(g, s, low, FUSED, flip);
         if (i < N) {
@@ -33,5 +34,16 @@ void main() {
             values[batch + i] = r_value[s];
 #endif
         }
+    }
+}
+
+void main() {
+    uint batch = batch_base();
+    uint g = (gl_WorkGroupID.x + pc.group_offset) * WG_SIZE + gl_LocalInvocationID.x;
+    uint low = pc.inc >> (FUSED - 1u);
+    if (pc.dir != 0u) {
+        merge_group(batch, g, low, true);
+    } else {
+        merge_group(batch, g, low, false);
     }
 }

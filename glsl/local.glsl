@@ -49,7 +49,7 @@ uint tile_batch() {
 }
 
 // Elements at global index >= N are virtual +infinity keys: never loaded, never stored (a tile
-// whose first element is virtual returns before loading: see tile_live).
+// whose first element is virtual returns before loading: see tile_live), KEY_MAX in between.
 void load_tile(uint base) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     uint live = min(N - base, TILE);
@@ -78,12 +78,19 @@ void load_tile(uint base) {
             }
         }
     } else {
-        for (uint i = lid; i < live; i += WG_SIZE) {
-            KEY k = keys[first + i];
-            s_keys[swizzle(i)] = map ? to_image(k) : k;
+        // The last tile of a sort whose n is not a multiple of TILE: its virtual elements are
+        // KEY_MAX in shared memory, and the tile runs the full-tile code (the padding note in
+        // fused.glsl says why that is exact).
+        for (uint i = lid; i < TILE; i += WG_SIZE) {
+            KEY k = KEY_MAX;
+            if (i < live) {
+                k = keys[first + i];
+                k = map ? to_image(k) : k;
 #ifdef PAIRS
-            s_values[swizzle(i)] = values[first + i];
+                s_values[swizzle(i)] = values[first + i];
 #endif
+            }
+            s_keys[swizzle(i)] = k;
         }
     }
     barrier();
@@ -127,69 +134,34 @@ void store_tile(uint base) {
     }
 }
 
-// Compare-exchange of register slots a and b: the smaller image to a. Keys alone as u32 take
-// min and max (two instructions); otherwise one comparison picks both key and value.
-void exchange(uint a, uint b) {
-#if !defined(PAIRS) && !defined(KEY64)
-    uint x = r_key[a];
-    uint y = r_key[b];
-    r_key[a] = min(x, y);
-    r_key[b] = max(x, y);
-#else
-    KEY x = r_key[a];
-    KEY y = r_key[b];
-    bool swap = key_greater(x, y);
-    r_key[a] = swap ? y : x;
-    r_key[b] = swap ? x : y;
-#ifdef PAIRS
-    uint v = r_value[a];
-    uint w = r_value[b];
-    r_value[a] = swap ? w : v;
-    r_value[b] = swap ? v : w;
-#endif
-#endif
-}
-
-// The shared-memory address of slot s of a full group (see slot_index in fused.glsl): `first`
-// is the group's lowest element, `mirror` the element its upper half starts from (its slot 0 +
-// top, or with `flip` the mirror of slot 0). The upper half runs down from a flip's mirror.
-uint full_slot(uint first, uint mirror, uint s, uint low, uint m, bool flip) {
+// The shared-memory address of slot s of a group (see slot_index in fused.glsl): `first` is the
+// group's lowest element, `mirror` the element its upper half starts from (its slot 0 + top, or
+// with `flip` the mirror of slot 0). The upper half runs down from a flip's mirror.
+uint group_slot(uint first, uint mirror, uint s, uint low, uint m, bool flip) {
     uint half_slots = 1u << (m - 1u);
     uint offset = (s & (half_slots - 1u)) * low;
     uint i = (s & half_slots) == 0u ? first + offset : (flip ? mirror - offset : mirror + offset);
     return swizzle(i);
 }
 
-// A group of a full tile (partial_group below is the general one), with `flip` and m literals at
-// every call site: the group's first element and mirror are computed once and each slot is an
-// offset from them, and the direction of every comparator is known when the kernel is compiled.
-void full_group(uint g, uint low, uint m, bool flip) {
-    uint half_slots = 1u << (m - 1u);
+// Group g of a chunk, with `flip` and m literals at every call site: the group's first element
+// and mirror are computed once and each slot is an offset from them, and the direction of every
+// comparator is known when the kernel is compiled. No bound is tested: a partial tile is padded
+// (load_tile).
+void chunk_group(uint g, uint low, uint m, bool flip) {
     uint top = low << (m - 1u);
     uint first = ((g & ~(low - 1u)) << m) | (g & (low - 1u));
     uint mirror = flip ? first ^ (2u * top - 1u) : first + top;
     [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-        uint a = full_slot(first, mirror, s, low, m, flip);
+        uint a = group_slot(first, mirror, s, low, m, flip);
         r_key[s] = s_keys[a];
 #ifdef PAIRS
         r_value[s] = s_values[a];
 #endif
     }
-    [[unroll]] for (uint j = 0u; j < m; j++) {
-        uint bit = half_slots >> j;
-        [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-            if ((s & bit) == 0u) {
-                // Past the flip, the mirrored slots run in decreasing index order.
-                if (flip && j > 0u && (s & half_slots) != 0u) {
-                    exchange(s | bit, s);
-                } else {
-                    exchange(s, s | bit);
-                }
-            }
-        }
-    }
+    run_slots(m, flip);
     [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-        uint a = full_slot(first, mirror, s, low, m, flip);
+        uint a = group_slot(first, mirror, s, low, m, flip);
         s_keys[a] = r_key[s];
 #ifdef PAIRS
         s_values[a] = r_value[s];
@@ -197,112 +169,69 @@ void full_group(uint g, uint low, uint m, bool flip) {
     }
 }
 
-// m substages of smallest stride `low` on every group of a full tile, then a barrier.
-void full_chunk(uint low, uint m, bool flip) {
+// m substages of smallest stride `low` on every group of the tile, then a barrier (in compute
+// shaders barrier() also orders workgroup memory).
+void chunk(uint low, uint m, bool flip) {
     for (uint g = gl_LocalInvocationID.x; g < (TILE >> m); g += WG_SIZE) {
-        full_group(g, low, m, flip);
+        chunk_group(g, low, m, flip);
     }
     barrier();
 }
 
-// One chunk of a full tile, with m and flip turned into literals for full_group.
-void full_chunk_any(uint low, uint m, bool flip) {
+// One chunk, with m and flip turned into literals for chunk_group.
+void chunk_any(uint low, uint m, bool flip) {
     if (flip) {
         if (FUSED >= 5u && m == 5u) {
-            full_chunk(low, 5u, true);
+            chunk(low, 5u, true);
         } else if (FUSED >= 4u && m == 4u) {
-            full_chunk(low, 4u, true);
+            chunk(low, 4u, true);
         } else if (FUSED >= 3u && m == 3u) {
-            full_chunk(low, 3u, true);
+            chunk(low, 3u, true);
         } else if (FUSED >= 2u && m == 2u) {
-            full_chunk(low, 2u, true);
+            chunk(low, 2u, true);
         } else {
-            full_chunk(low, 1u, true);
+            chunk(low, 1u, true);
         }
     } else {
         if (FUSED >= 5u && m == 5u) {
-            full_chunk(low, 5u, false);
+            chunk(low, 5u, false);
         } else if (FUSED >= 4u && m == 4u) {
-            full_chunk(low, 4u, false);
+            chunk(low, 4u, false);
         } else if (FUSED >= 3u && m == 3u) {
-            full_chunk(low, 3u, false);
+            chunk(low, 3u, false);
         } else if (FUSED >= 2u && m == 2u) {
-            full_chunk(low, 2u, false);
+            chunk(low, 2u, false);
         } else {
-            full_chunk(low, 1u, false);
+            chunk(low, 1u, false);
         }
     }
-}
-
-// Loads group g of a partial tile (elements at local index `limit` or past are virtual) from
-// shared memory, runs its m substages with every bound tested and stores it back.
-void partial_group(uint g, uint limit, uint low, uint m, bool flip) {
-    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-        uint i = slot_index(g, s, low, m, flip);
-        r_key[s] = KEY_NONE;
-        if (i < limit) {
-            r_key[s] = s_keys[swizzle(i)];
-#ifdef PAIRS
-            r_value[s] = s_values[swizzle(i)];
-#endif
-        }
-    }
-    run_slots(g, low, m, flip, limit, true);
-    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
-        uint i = slot_index(g, s, low, m, flip);
-        if (i < limit) {
-            s_keys[swizzle(i)] = r_key[s];
-#ifdef PAIRS
-            s_values[swizzle(i)] = r_value[s];
-#endif
-        }
-    }
-}
-
-// m substages of smallest stride `low` on every group of a partial tile (the last of a sort
-// whose n is not a multiple of the tile), then a barrier. m is a literal at every call site, so
-// the slot loops unroll into registers.
-void partial_chunk(uint limit, uint low, uint m, bool flip) {
-    // Only groups whose lowest element is real: a group's lowest element grows with its index.
-    uint span = low << m;
-    uint live_groups = (limit / span) * low + min(limit % span, low);
-    for (uint g = gl_LocalInvocationID.x; g < live_groups; g += WG_SIZE) {
-        partial_group(g, limit, low, m, flip);
-    }
-    // In compute shaders barrier() also orders workgroup (shared) memory.
-    barrier();
 }
 
 // Stages 1..`stages` (at most 4: blocks of 2 to 16 elements) on the 16 consecutive elements of
 // group g, all in registers: every comparator of those stages stays inside an aligned group of
 // 16, so they need one trip through shared memory and one barrier instead of one per stage.
-// Elements at local index `limit` or past are virtual; with `checked` false all are real.
-void first_stages(uint g, uint limit, uint stages, bool checked) {
+void first_stages(uint g, uint stages) {
     uint first = g * 16u;
     [[unroll]] for (uint s = 0u; s < 16u; s++) {
-        r_key[s] = KEY_NONE;
-        if (!checked || first + s < limit) {
-            r_key[s] = s_keys[swizzle(first + s)];
+        r_key[s] = s_keys[swizzle(first + s)];
 #ifdef PAIRS
-            r_value[s] = s_values[swizzle(first + s)];
+        r_value[s] = s_values[swizzle(first + s)];
 #endif
-        }
     }
     [[unroll]] for (uint k = 1u; k <= 4u; k++) {
         if (k <= stages) {
             // The flip: slot s against its mirror in its block of 2^k.
             uint half_block = 1u << (k - 1u);
             [[unroll]] for (uint s = 0u; s < 16u; s++) {
-                uint t = s ^ (2u * half_block - 1u);
-                if ((s & half_block) == 0u && (!checked || first + t < limit)) {
-                    exchange(s, t);
+                if ((s & half_block) == 0u) {
+                    exchange(s, s ^ (2u * half_block - 1u));
                 }
             }
             // Half-cleaners, strides 2^(k-2) .. 1.
             [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
                 uint stride = 1u << (j - 1u);
                 [[unroll]] for (uint s = 0u; s < 16u; s++) {
-                    if ((s & stride) == 0u && (!checked || first + (s | stride) < limit)) {
+                    if ((s & stride) == 0u) {
                         exchange(s, s | stride);
                     }
                 }
@@ -310,12 +239,10 @@ void first_stages(uint g, uint limit, uint stages, bool checked) {
         }
     }
     [[unroll]] for (uint s = 0u; s < 16u; s++) {
-        if (!checked || first + s < limit) {
-            s_keys[swizzle(first + s)] = r_key[s];
+        s_keys[swizzle(first + s)] = r_key[s];
 #ifdef PAIRS
-            s_values[swizzle(first + s)] = r_value[s];
+        s_values[swizzle(first + s)] = r_value[s];
 #endif
-        }
     }
 }
 
@@ -323,27 +250,12 @@ void first_stages(uint g, uint limit, uint stages, bool checked) {
 // stage's flip when `flip`; in the fewest chunks of up to FUSED substages, balanced (13 substages
 // run as 4+3+3+3 with FUSED 4, 5+4+4 with 5: a chunk of one substage would loop over twice the
 // groups of one of two).
-// Local indices at or past `limit` are virtual.
-void substages(uint limit, uint top, uint count, bool flip) {
+void substages(uint top, uint count, bool flip) {
     uint chunks = (count + FUSED - 1u) / FUSED;
     for (; chunks > 0u; chunks--) {
         uint m = (count + chunks - 1u) / chunks;
         uint low = top >> (m - 1u);
-        // Full tiles (every one but the last of a sort whose n is not a multiple of the tile)
-        // test no bound.
-        if (limit >= TILE) {
-            full_chunk_any(low, m, flip);
-        } else if (FUSED >= 5u && m == 5u) {
-            partial_chunk(limit, low, 5u, flip);
-        } else if (FUSED >= 4u && m == 4u) {
-            partial_chunk(limit, low, 4u, flip);
-        } else if (FUSED >= 3u && m == 3u) {
-            partial_chunk(limit, low, 3u, flip);
-        } else if (FUSED >= 2u && m == 2u) {
-            partial_chunk(limit, low, 2u, flip);
-        } else {
-            partial_chunk(limit, low, 1u, flip);
-        }
+        chunk_any(low, m, flip);
         top = low >> 1;
         count -= m;
         flip = false;

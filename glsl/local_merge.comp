@@ -12,6 +12,6 @@ void main() {
         return;
     }
     load_tile(base);
-    substages(N - base, TILE >> 1, findMSB(TILE), false);
+    substages(TILE >> 1, findMSB(TILE), false);
     store_tile(base);
 }

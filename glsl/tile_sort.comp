@@ -12,27 +12,20 @@ void main() {
         return;
     }
     load_tile(base);
-    uint limit = N - base;
     uint stage = 1u;
     // Stages 1..4 in registers, 16 consecutive elements per invocation, one barrier for all four
     // (tiles of 16 elements or more, with full fusion; smaller tiles, for tests, and the unfused
     // builds of the barrier study take the general path).
     if (TILE >= 16u && FUSED >= 4u) {
         uint stages = min(pc.log_block, 4u);
-        if (limit >= TILE) {
-            for (uint g = gl_LocalInvocationID.x; g < TILE / 16u; g += WG_SIZE) {
-                first_stages(g, limit, stages, false);
-            }
-        } else {
-            for (uint g = gl_LocalInvocationID.x; g < (limit + 15u) / 16u; g += WG_SIZE) {
-                first_stages(g, limit, stages, true);
-            }
+        for (uint g = gl_LocalInvocationID.x; g < TILE / 16u; g += WG_SIZE) {
+            first_stages(g, stages);
         }
         barrier();
         stage = stages + 1u;
     }
     for (; stage <= pc.log_block; stage++) {
-        substages(limit, 1u << (stage - 1u), stage, true);
+        substages(1u << (stage - 1u), stage, true);
     }
     store_tile(base);
 }
