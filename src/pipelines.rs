@@ -14,9 +14,9 @@ pub use crate::plan::MAX_TILE;
 /// Invocations per workgroup of global_merge, before the device's limits.
 const GLOBAL_WG: u32 = 256;
 /// Most invocations per workgroup of the local kernels by default, before the device's limits;
-/// the default is a quarter of the tile up to this. With 4-byte keys, 512: once the local kernels
-/// loaded and stored full tiles in unrolled batches, 512 invocations beat 1024 on the H100 by 5
-/// to 11 % at 2^20 and 2^24 keys and pairs and at 2^22 keys; 2^16 keys and 2^22 pairs (a size
+/// the default is a quarter of the tile (half of a small one: [`local_wg_divisor`]) up to this.
+/// With 4-byte keys, 512: once the local kernels loaded and stored full tiles in unrolled
+/// batches, 512 invocations beat 1024 on the H100 by 5 to 11 % at 2^20 and 2^24 keys and pairs and at 2^22 keys; 2^16 keys and 2^22 pairs (a size
 /// whose times are bimodal) read 2 % slower (`bench --local-wg 512`, two runs each). With
 /// 8-byte keys, 1024: their local kernels took 80 to 119 registers at 512
 /// invocations (`examples/kernel_stats.rs`), so one workgroup of 512 would fill a multiprocessor;
@@ -25,6 +25,18 @@ fn local_wg_max(width: KeyWidth) -> u32 {
     match width {
         KeyWidth::Bits32 => 512,
         KeyWidth::Bits64 => 1024,
+    }
+}
+
+/// The default local workgroup is the tile over this: a quarter of the tile, or half of a tile of
+/// at most 1024 elements (the tile of every sort of up to 1024). A sort of 2^10 u32 on the H100
+/// took 12.4 us with 512 invocations against 14.1 us with 256 (pairs 16.7 against 17.3 us; 1024
+/// invocations: 13.2 and 19.6 us), `bench --sizes 2^10 --local-wg N`.
+fn local_wg_divisor(tile: u32) -> u32 {
+    if tile <= 1024 {
+        2
+    } else {
+        4
     }
 }
 
@@ -56,7 +68,7 @@ pub struct KernelOptions {
     /// Caps the substages fused per global pass (1..=5) and per local chunk (see [`local_chunk`]).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
-    /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by
+    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by
     /// the device.
     pub local_workgroup_size: Option<u32>,
 }
@@ -115,7 +127,7 @@ pub fn geometry_for(
             })
         }
         Some(wg) => wg.min(invocations),
-        None => (tile / 4).clamp(1, local_wg_max(width)).min(invocations),
+        None => (tile / local_wg_divisor(tile)).clamp(1, local_wg_max(width)).min(invocations),
     };
     let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused };
     Ok((geometry, local_wg))

@@ -32,7 +32,7 @@ pub struct SorterDesc {
     /// sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
-    /// the tile, at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device.
+    /// the tile (half of a tile of 1024 or less), at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device.
     /// A tuning knob for `bench`.
     pub local_workgroup_size: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that

@@ -46,6 +46,10 @@ pub struct PassesArgs {
     /// Cap the elements per tile of the local kernels (a power of two).
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
+    /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
+    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte keys).
+    #[arg(long, value_name = "N")]
+    local_wg: Option<u32>,
     /// Run every strategy (each barrier flavour, a submit per pass, unfused) and the empty-dispatch
     /// chains, and print a summary; the per-pass table is the one --sync/--barrier choose. It runs
     /// fused and unfused itself, so it takes no --max-fused.
@@ -160,7 +164,12 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     }
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
-    let desc = SorterDesc { max_tile: args.max_tile, max_fused_substages: args.max_fused, ..SorterDesc::default() };
+    let desc = SorterDesc {
+        max_tile: args.max_tile,
+        max_fused_substages: args.max_fused,
+        local_workgroup_size: args.local_wg,
+        ..SorterDesc::default()
+    };
     let mut sorter = Sorter::new(&ctx, &desc)?;
     let max = sorter.max_elements_of(args.key_type.kind());
     if args.n > max {
