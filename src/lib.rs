@@ -29,9 +29,10 @@
 //!   (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN); descending complements the image.
 //!   The first pass maps keys to images, the last maps them back. No float is ever compared.
 //! - **The network** is the bitonic sorter in its flip form (see [`plan`]): indices at or past n
-//!   are virtual +infinity keys, so a comparator reaching one is skipped. Any n works without
-//!   padding, sentinels or extra memory, and a key equal to `u32::MAX` or +NaN is never confused
-//!   with padding.
+//!   are virtual +infinity keys, never read or written. Inside a kernel they are held as the
+//!   largest order image, which never moves (a comparator moves its pair only when the lower
+//!   index holds the strictly greater image), so a key equal to `u32::MAX` or +NaN is never
+//!   confused with one. Any n works, with no memory beyond the n elements.
 //! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs up to five
 //!   consecutive substages with strides of a tile or more straight on the buffers, `local_merge`
 //!   finishes the strides below a tile. Each invocation runs up to five substages on a group of

@@ -5,9 +5,11 @@
 //! The network is the bitonic sorter in its "flip" form. Stage k merges blocks of 2^k elements:
 //! its first substage compares element i with its mirror in the block, every later substage
 //! compares i with i + 2^j, and every comparator puts the smaller order image first. Indices at or
-//! past n are virtual +infinity keys: a comparator whose upper element is virtual would leave both
-//! elements where they are, so it is skipped, and real keys never move past n. Nothing is padded,
-//! nothing is invented, and no memory beyond the n elements is used.
+//! past n are virtual +infinity keys: a comparator whose upper element is virtual leaves both
+//! elements where they are, and real keys never move past n. The kernels hold a virtual element
+//! as the largest order image in registers and shared memory (never in a buffer), which no
+//! comparator moves, not even beside a real key with that image; no memory beyond the n elements
+//! is used.
 //!
 //! With tiles of T = 2^t elements: one `TileSort` pass runs stages 1..=t inside each tile; every
 //! later stage k runs its k - t substages with strides 2^(k-1) down to T (the first one the flip)
