@@ -112,13 +112,14 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
             let chunk = local_chunk(payload, width, &geometry);
             let mut kernels = vec![
-                (PassKind::TileSort, [local_wg, geometry.tile(), chunk], "tile_sort".to_string()),
-                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk], "local_merge".to_string()),
+                (PassKind::TileSort, [local_wg, geometry.tile(), chunk, 0], "tile_sort".to_string()),
+                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 0], "local_merge".to_string()),
+                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
             ];
             for m in 1..=geometry.fused {
                 kernels.push((
                     PassKind::GlobalMerge,
-                    [geometry.global_wg, geometry.tile(), m],
+                    [geometry.global_wg, geometry.tile(), m, 0],
                     format!("global_merge fused {m}"),
                 ));
             }
@@ -145,14 +146,14 @@ fn print_kernel(
     stats: &ash::khr::pipeline_executable_properties::Device,
     layout: vk::PipelineLayout,
     code: &[u32],
-    constants: &[u32; 3],
+    constants: &[u32; 4],
     label: &str,
     width: KeyWidth,
     payload: Payload,
 ) -> Result<()> {
     // SAFETY: `code` is the crate's SPIR-V.
     let module = unsafe { device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(code), None) }?;
-    let entries = [0u32, 1, 2].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let entries = [0u32, 1, 2, 3].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
     let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(constants));
     let stage = vk::PipelineShaderStageCreateInfo::default()
         .stage(vk::ShaderStageFlags::COMPUTE)

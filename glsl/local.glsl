@@ -96,6 +96,64 @@ void load_tile(uint base) {
     barrier();
 }
 
+// The substage of stride TILE on the window of two tiles at `base` (local_merge with WINDOW = 1):
+// lower element i against upper element i (with `flip`, the stage's flip: against upper
+// element TILE-1-i). The smaller images go to the shared tile as the lower tile's load_tile would
+// leave it; the larger go back to the upper tile in the buffers. Upper element j is written by
+// invocation j mod WG_SIZE, the one that load_tile gives it to when it reads the upper tile back,
+// so the read sees the write in program order and no memory barrier is needed. Virtual elements
+// are KEY_MAX and never written. No key is mapped: windows are never a sort's first pass.
+void window_substage(uint base, bool flip) {
+    uint first = batch_base() + base;
+    uint live_low = min(N - base, TILE);
+    uint live_high = N - base > TILE ? min(N - base - TILE, TILE) : 0u;
+    uint lid = gl_LocalInvocationID.x;
+    uint batch = tile_batch();
+    for (uint j0 = 0u; j0 < TILE; j0 += batch * WG_SIZE) {
+        // Every load of a batch before the first store, as in load_tile; slots 0..15 hold the
+        // upper elements, 16..31 their partners.
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint j = j0 + r * WG_SIZE + lid;
+            if (r < batch && j < TILE) {
+                uint i = flip ? TILE - 1u - j : j;
+                r_key[r] = KEY_MAX;
+                r_key[r + LOAD_SLOTS] = KEY_MAX;
+                if (j < live_high) {
+                    r_key[r] = keys[first + TILE + j];
+#ifdef PAIRS
+                    r_value[r] = values[first + TILE + j];
+#endif
+                }
+                if (i < live_low) {
+                    r_key[r + LOAD_SLOTS] = keys[first + i];
+#ifdef PAIRS
+                    r_value[r + LOAD_SLOTS] = values[first + i];
+#endif
+                }
+            }
+        }
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint j = j0 + r * WG_SIZE + lid;
+            if (r < batch && j < TILE) {
+                uint i = flip ? TILE - 1u - j : j;
+                // Lower element in slot r + LOAD_SLOTS, upper in slot r.
+                exchange(r + LOAD_SLOTS, r);
+                s_keys[swizzle(i)] = r_key[r + LOAD_SLOTS];
+#ifdef PAIRS
+                s_values[swizzle(i)] = r_value[r + LOAD_SLOTS];
+#endif
+                if (j < live_high) {
+                    keys[first + TILE + j] = r_key[r];
+#ifdef PAIRS
+                    values[first + TILE + j] = r_value[r];
+#endif
+                }
+            }
+        }
+    }
+    barrier();
+}
+
 void store_tile(uint base) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
     uint live = min(N - base, TILE);

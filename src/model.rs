@@ -203,6 +203,21 @@ impl Trace {
     }
 }
 
+/// The half-cleaner substages of strides tile/2 .. 1 on the tile at `base`, whose elements at
+/// local index `limit` or past are virtual.
+fn half_cleaners(comparators: &mut Vec<(u32, u32)>, base: u32, tile: u32, limit: u32) {
+    let mut inc = tile / 2;
+    while inc > 0 {
+        for c in 0..tile / 2 {
+            let (lo, hi) = (slot_index(c, 0, inc, 1, false), slot_index(c, 1, inc, 1, false));
+            if hi < limit {
+                comparators.push((base + lo, base + hi));
+            }
+        }
+        inc /= 2;
+    }
+}
+
 /// The comparators and accesses of one dispatch, following the shaders' index rules.
 fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
     let n = push.n;
@@ -232,6 +247,26 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                     touched.extend(index.into_iter().filter(|&i| i < n));
                 }
             }
+            PassKind::LocalMerge if substages == 1 => {
+                // A window of two tiles: the substage of stride T (push.inc) between them (with
+                // push.dir, the flip: element c against 2T - 1 - c), then each tile's strides
+                // T/2 .. 1, the lower tile first.
+                let tile = geometry.tile();
+                assert_eq!(push.inc, tile, "a windowed local merge runs the stride of one tile");
+                let base = group * 2 * tile;
+                for c in 0..tile {
+                    let hi = if push.dir != 0 { base + 2 * tile - 1 - c } else { base + tile + c };
+                    if hi < n {
+                        comparators.push((base + c, hi));
+                    }
+                }
+                for half in [base, base + tile] {
+                    if half < n {
+                        half_cleaners(&mut comparators, half, tile, n - half);
+                    }
+                }
+                touched.extend(base..n.min(base + 2 * tile));
+            }
             PassKind::TileSort | PassKind::LocalMerge => {
                 let tile = geometry.tile();
                 let base = group * tile;
@@ -257,11 +292,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                         block *= 2;
                     }
                 } else {
-                    let mut inc = tile / 2;
-                    while inc > 0 {
-                        substage(inc, false);
-                        inc /= 2;
-                    }
+                    half_cleaners(&mut comparators, base, tile, limit);
                 }
                 touched.extend(base..n.min(base + tile));
             }
@@ -274,7 +305,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
 mod tests {
     use super::*;
     use crate::keys::{key_flags, KeyKind, Order};
-    use crate::plan::Plan;
+    use crate::plan::{Plan, MAX_FUSED, WINDOW_MIN_TILES};
     use crate::record::{record_passes, RecordOptions};
     use rand::{Rng, SeedableRng};
 
@@ -392,6 +423,32 @@ mod tests {
                             &format!("{geometry:?} {kind:?} {order:?} n={n}"),
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sorts_with_windowed_local_merges() {
+        // From WINDOW_MIN_TILES tiles up, some local merges take windows of two tiles; partial
+        // windows (one tile and a part, or a part of one) and split dispatches included.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x91d0);
+        for tile_log2 in 1..=3 {
+            for fused in 1..=MAX_FUSED {
+                let geometry = Geometry { tile_log2, global_wg: 4, fused };
+                let tile = geometry.tile();
+                let options = RecordOptions { max_groups_per_dispatch: 7, drop_barrier_before_pass: None };
+                let min = WINDOW_MIN_TILES * tile;
+                for n in [min - 1, min, min + 1, min + tile + 1, 2 * min + tile / 2 + 1, 3 * min - 1] {
+                    let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Ascending), options);
+                    let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == 1);
+                    assert_eq!(windowed, n > (WINDOW_MIN_TILES - 1) * tile, "{geometry:?} n={n}");
+                    assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
+                    let input: Vec<u32> =
+                        (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
+                    let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                    trace.run(&mut keys, Some(&mut values));
+                    check_pairs(KeyKind::U32, Order::Ascending, &input, &keys, &values, &format!("{geometry:?} n={n}"));
                 }
             }
         }

@@ -192,6 +192,8 @@ pub(crate) struct Kernels {
     device: ash::Device,
     tile_sort: vk::Pipeline,
     local_merge: vk::Pipeline,
+    /// local_merge specialised for windows of two tiles (`WINDOW` = 1).
+    local_merge_window: vk::Pipeline,
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
     /// What the kernels move: keys alone or pairs.
@@ -214,30 +216,35 @@ impl Kernels {
             device: device.clone(),
             tile_sort: vk::Pipeline::null(),
             local_merge: vk::Pipeline::null(),
+            local_merge_window: vk::Pipeline::null(),
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
             build,
         };
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group: at most
-        // per chunk in the local kernels, exactly per pass in global_merge).
-        let local = [local_wg, geometry.tile(), local_chunk(payload, width, &geometry)];
+        // per chunk in the local kernels, exactly per pass in global_merge), 3 = WINDOW
+        // (local_merge only: windows of two tiles).
+        let local = [local_wg, geometry.tile(), local_chunk(payload, width, &geometry), 0];
         kernels.tile_sort =
             create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
-        kernels.local_merge =
-            create_pipeline(device, layout, cache, spirv(PassKind::LocalMerge, payload, width, variant), &local)?;
+        let merge = spirv(PassKind::LocalMerge, payload, width, variant);
+        kernels.local_merge = create_pipeline(device, layout, cache, merge, &local)?;
+        kernels.local_merge_window = create_pipeline(device, layout, cache, merge, &[local[0], local[1], local[2], 1])?;
         for m in 1..=geometry.fused {
-            let global = [geometry.global_wg, geometry.tile(), m];
+            let global = [geometry.global_wg, geometry.tile(), m, 0];
             kernels.global_merge[m as usize - 1] =
                 create_pipeline(device, layout, cache, spirv(PassKind::GlobalMerge, payload, width, variant), &global)?;
         }
         Ok(kernels)
     }
 
-    /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`.
+    /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
+    /// with `substages` 1, the one taking windows of two tiles.
     pub fn pipeline(&self, kind: PassKind, substages: u32) -> vk::Pipeline {
         match kind {
             PassKind::TileSort => self.tile_sort,
+            PassKind::LocalMerge if substages == 1 => self.local_merge_window,
             PassKind::LocalMerge => self.local_merge,
             PassKind::GlobalMerge => self.global_merge[(substages.clamp(1, MAX_FUSED) - 1) as usize],
         }
@@ -249,12 +256,12 @@ fn create_pipeline(
     layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
     code: &[u32],
-    data: &[u32; 3],
+    data: &[u32; 4],
 ) -> Result<vk::Pipeline> {
     let info = vk::ShaderModuleCreateInfo::default().code(code);
     // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
     let module = unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))?;
-    let entries = [0u32, 1, 2].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let entries = [0u32, 1, 2, 3].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
     let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(data));
     let stage = vk::PipelineShaderStageCreateInfo::default()
         .stage(vk::ShaderStageFlags::COMPUTE)
@@ -263,8 +270,8 @@ fn create_pipeline(
         .specialization_info(&specialization);
     let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
     // SAFETY: the module and layout are live objects of `device`, the cache is null or the
-    // caller's live cache of `device`; the specialization data holds the three u32 constants the
-    // map entries describe.
+    // caller's live cache of `device`; the specialization data holds the four u32 constants the
+    // map entries describe (a kernel without constant 3 ignores its entry).
     let result = unsafe { device.create_compute_pipelines(cache, &info, None) };
     // SAFETY: a pipeline keeps no reference to the module it was created from.
     unsafe { device.destroy_shader_module(module, None) };
@@ -282,7 +289,7 @@ fn create_pipeline(
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        for p in [self.tile_sort, self.local_merge].into_iter().chain(self.global_merge) {
+        for p in [self.tile_sort, self.local_merge, self.local_merge_window].into_iter().chain(self.global_merge) {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.
             unsafe { self.device.destroy_pipeline(p, None) };
@@ -310,14 +317,14 @@ impl Probes {
             layouts.pipeline_layout,
             vk::PipelineCache::null(),
             crate::shaders::COPY,
-            &[copy_wg, 0, 0],
+            &[copy_wg, 0, 0, 0],
         )?;
         probes.empty = create_pipeline(
             device,
             layouts.pipeline_layout,
             vk::PipelineCache::null(),
             crate::shaders::EMPTY,
-            &[0, 0, 0],
+            &[0, 0, 0, 0],
         )?;
         Ok(probes)
     }

@@ -14,7 +14,11 @@
 //! With tiles of T = 2^t elements: one `TileSort` pass runs stages 1..=t inside each tile; every
 //! later stage k runs its k - t substages with strides 2^(k-1) down to T (the first one the flip)
 //! in `GlobalMerge` passes of up to F substages each, fused in registers, and then one
-//! `LocalMerge` pass (strides T/2 down to 1, inside each tile).
+//! `LocalMerge` pass (strides T/2 down to 1, inside each tile). Where handing the substage of
+//! stride T to the local merge saves a global pass (k - t - 1 a multiple of F) and the sort has at
+//! least [`WINDOW_MIN_TILES`] tiles, that local merge takes windows of two tiles: it runs the
+//! stride-T substage (the flip, in stage t+1) as it loads a window, then each tile's strides T/2
+//! down to 1 in turn.
 
 use crate::error::{Error, Result};
 use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
@@ -68,6 +72,14 @@ pub const MAX_TILE: u32 = 1 << 14;
 /// The most substages one invocation of a global pass fuses in registers (groups of 32 elements).
 pub const MAX_FUSED: u32 = 5;
 
+/// Sorts of at least this many tiles give a local merge windows of two tiles where that saves a
+/// global pass (see the module's doc). A window's workgroup runs its two tiles one after the
+/// other, so windows halve the workgroups of the pass: with fewer tiles than about twice the
+/// multiprocessors that leaves some idle, and the local merge takes longer than the global pass
+/// it saves. 256 tiles are 2^21 4-byte keys in tiles of 8192 (the H100 has 132 multiprocessors
+/// and runs one local workgroup on each).
+pub const WINDOW_MIN_TILES: u32 = 256;
+
 /// The most substages per shared-memory chunk of the local kernels (groups of 32 elements); which
 /// builds take that many is `pipelines::local_chunk`.
 pub const MAX_CHUNK: u32 = 5;
@@ -105,13 +117,15 @@ pub struct Pass {
     /// Which kernel.
     pub kind: PassKind,
     /// `GlobalMerge`: how many consecutive substages it runs (strides `push.inc` down to
-    /// `push.inc >> (substages - 1)`); 0 for the local kernels.
+    /// `push.inc >> (substages - 1)`). `LocalMerge`: 1 when it takes windows of two tiles and
+    /// runs the substage of stride `push.inc` (the tile) itself, else 0. `TileSort`: 0.
     pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
     pub stage: u32,
     /// Workgroups the pass needs (it may be split over several dispatches).
     pub workgroups: u32,
-    /// Push constants, `group_offset` left at 0 for the recorder to fill.
+    /// Push constants, `group_offset` left at 0 for the recorder to fill. A windowed `LocalMerge`
+    /// has `inc` = the tile, and `dir` = 1 where its first substage is the stage's flip.
     pub push: PushConstants,
 }
 
@@ -174,10 +188,16 @@ impl Plan {
             },
         });
         let fused = geometry.fused;
+        let windows = tiles >= WINDOW_MIN_TILES;
         for stage in t + 1..=levels {
-            // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest.
+            // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest; the last,
+            // 2^t, goes to a windowed local merge where that saves a pass.
             let mut top = stage - 1;
             let mut left = stage - t;
+            let window = windows && (left - 1) % fused == 0;
+            if window {
+                left -= 1;
+            }
             while left > 0 {
                 let m = left.min(fused);
                 let low = 1u32 << (top + 1 - m);
@@ -193,10 +213,16 @@ impl Plan {
             }
             passes.push(Pass {
                 kind: PassKind::LocalMerge,
-                substages: 0,
+                substages: u32::from(window),
                 stage,
-                workgroups: tiles,
-                push: PushConstants { flags: key_flags | last_flag(stage), ..base },
+                workgroups: if window { n.div_ceil(geometry.tile() * 2) } else { tiles },
+                // With a window and no global pass, the stride-T substage is the stage's flip.
+                push: PushConstants {
+                    inc: if window { geometry.tile() } else { 0 },
+                    dir: u32::from(window && stage == t + 1),
+                    flags: key_flags | last_flag(stage),
+                    ..base
+                },
             });
         }
         Ok(Plan { n, geometry, passes })
@@ -206,7 +232,7 @@ impl Plan {
     /// the last workgroup of the pass before it wrote. Dropping the barrier before it is the
     /// surest way to expose a missing barrier on a real GPU.
     pub fn last_flip_pass(&self) -> Option<usize> {
-        self.passes.iter().rposition(|p| p.kind == PassKind::GlobalMerge && p.push.dir == 1)
+        self.passes.iter().rposition(|p| p.kind != PassKind::TileSort && p.push.dir == 1)
     }
 }
 
@@ -227,8 +253,11 @@ pub fn pass_count(n: u64, tile_log2: u32, fused: u32) -> u64 {
     }
     let fused = u64::from(fused.clamp(1, MAX_FUSED));
     let above = u64::from(ceil_log2(n).saturating_sub(tile_log2));
-    // One tile sort, then stage t+m has ceil(m / fused) global passes and one local merge.
-    1 + (1..=above).map(|m| m.div_ceil(fused) + 1).sum::<u64>()
+    let windows = n.div_ceil(1 << tile_log2) >= u64::from(WINDOW_MIN_TILES);
+    // One tile sort, then stage t+m has ceil(m / fused) global passes and one local merge; with
+    // windows, one global pass fewer where m - 1 is a multiple of fused.
+    let global = |m: u64| if windows && (m - 1) % fused == 0 { (m - 1).div_ceil(fused) } else { m.div_ceil(fused) };
+    1 + (1..=above).map(|m| global(m) + 1).sum::<u64>()
 }
 
 #[cfg(test)]
@@ -252,8 +281,14 @@ mod tests {
     fn pass_counts_with_8k_tiles() {
         assert_eq!(pass_count(1 << 20, 13, 1), 36);
         assert_eq!(pass_count(1 << 20, 13, 4), 18);
-        assert_eq!(pass_count(1 << 24, 13, 1), 78);
-        assert_eq!(pass_count(1 << 24, 13, 4), 33);
+        // 2048 tiles: windowed local merges take the stride-T substage of every stage whose
+        // global substages number 1 more than a multiple of the fusion (all of them unfused).
+        assert_eq!(pass_count(1 << 24, 13, 1), 78 - 11);
+        assert_eq!(pass_count(1 << 24, 13, 4), 33 - 3);
+        assert_eq!(pass_count(1 << 24, 13, 5), 30 - 3);
+        // 2^21 keys are 256 tiles of 8192, the fewest that take windows.
+        assert_eq!(pass_count(1 << 21, 13, 5), 20 - 2);
+        assert_eq!(pass_count(255 << 13, 13, 5), 20);
         assert_eq!(pass_count(1 << 13, 13, 4), 1);
         assert_eq!(pass_count((1 << 13) + 1, 13, 4), 3);
     }
@@ -264,14 +299,42 @@ mod tests {
             let plan =
                 Plan::new(1 << 20, Geometry { tile_log2: 10, global_wg: 64, fused }, 0).expect("a valid geometry");
             for stage in 11..=20 {
+                // A windowed local merge runs the stride-T substage after the global passes.
                 let strides: Vec<u32> = plan
                     .passes
                     .iter()
-                    .filter(|p| p.stage == stage && p.kind == PassKind::GlobalMerge)
-                    .flat_map(|p| (0..p.substages).map(move |j| p.push.inc >> j))
+                    .filter(|p| p.stage == stage)
+                    .flat_map(|p| match p.kind {
+                        PassKind::GlobalMerge => (0..p.substages).map(|j| p.push.inc >> j).collect(),
+                        PassKind::LocalMerge if p.substages == 1 => vec![p.push.inc],
+                        _ => vec![],
+                    })
                     .collect();
                 let expect: Vec<u32> = (10..stage).rev().map(|j| 1 << j).collect();
                 assert_eq!(strides, expect, "fused={fused} stage={stage}");
+            }
+        }
+    }
+
+    #[test]
+    fn windows_take_the_stride_t_substage_only_where_that_saves_a_global_pass() {
+        for fused in 1..=MAX_FUSED {
+            for (n, windows) in [(255 << 10, false), (256 << 10, true), ((256 << 10) + 1, true)] {
+                let geometry = Geometry { tile_log2: 10, global_wg: 64, fused };
+                let plan = Plan::new(n, geometry, 0).expect("a valid geometry");
+                for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge) {
+                    let above = merge.stage - geometry.tile_log2;
+                    let expect = windows && (above - 1) % fused == 0;
+                    assert_eq!(merge.substages == 1, expect, "n={n} fused={fused} stage={}", merge.stage);
+                    assert_eq!(merge.push.inc != 0, expect, "n={n} fused={fused} stage={}", merge.stage);
+                    let span = if expect { 2 << geometry.tile_log2 } else { 1 << geometry.tile_log2 };
+                    assert_eq!(merge.workgroups, n.div_ceil(span), "n={n} fused={fused} stage={}", merge.stage);
+                    if expect {
+                        assert_eq!(merge.push.inc, geometry.tile());
+                    }
+                    // The flip is the window's substage only in the stage with no global pass.
+                    assert_eq!(merge.push.dir, u32::from(expect && above == 1));
+                }
             }
         }
     }

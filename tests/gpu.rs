@@ -386,13 +386,18 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
         (KeyKind::I64, Order::Descending, i64::MIN as u64),
         (KeyKind::F64, Order::Descending, u64::MAX),
     ];
-    for n in [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001] {
+    // Tiles of 16 put windowed local merges (256 tiles or more) within reach of small sizes.
+    let mut small_tiles = Sorter::new(context(), &SorterDesc { max_tile: Some(16), ..SorterDesc::default() })
+        .expect("a sorter with tiles of 16");
+    let cases = [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001, 16 * 512 + 37, 16 * 300 + 5];
+    for (index, n) in cases.into_iter().enumerate() {
+        let sorter = if index < 4 { &mut *sorter } else { &mut small_tiles };
         for (kind, order, extreme) in extremes {
             for percent in [10, 30, 50] {
                 let input: Vec<u64> =
                     (0..n).map(|_| if rng.random_range(0..100) < percent { extreme } else { rng.random() }).collect();
-                check(&mut sorter, kind, order, true, &input, &format!("{percent}% = {extreme:#x}"));
-                check(&mut sorter, kind, order, false, &input, &format!("{percent}% = {extreme:#x}"));
+                check(sorter, kind, order, true, &input, &format!("{percent}% = {extreme:#x}"));
+                check(sorter, kind, order, false, &input, &format!("{percent}% = {extreme:#x}"));
             }
         }
     }
@@ -422,7 +427,10 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
             ..SorterDesc::default()
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
-        let sizes: &[usize] = if max_tile == Some(2) { &[3, 100, 1025] } else { &[2, 65, 1000, 10_007, 40_000] };
+        // 40_000 and 40_033 take windowed local merges with tiles of 16 and 64 (at least 256
+        // tiles), ending in a window whose upper tile is empty or partial.
+        let sizes: &[usize] =
+            if max_tile == Some(2) { &[3, 100, 1025] } else { &[2, 65, 1000, 10_007, 40_000, 40_033] };
         for &n in sizes {
             let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
             check_all(&mut sorter, |_| input.clone(), &format!("{desc:?}"));
