@@ -19,7 +19,6 @@ layout(local_size_x_id = 0) in;
 // the note on padding in fused.glsl.
 #ifdef KEY64
 #define KEY uvec2
-#define KEY_NONE uvec2(0u)
 #define KEY_MAX uvec2(0xFFFFFFFFu)
 // a > b as unsigned 64-bit numbers.
 bool key_greater(uvec2 a, uvec2 b) {
@@ -27,7 +26,6 @@ bool key_greater(uvec2 a, uvec2 b) {
 }
 #else
 #define KEY uint
-#define KEY_NONE 0u
 #define KEY_MAX 0xFFFFFFFFu
 bool key_greater(uint a, uint b) {
     return a > b;

@@ -439,7 +439,7 @@ mod tests {
                 let tile = geometry.tile();
                 let options = RecordOptions { max_groups_per_dispatch: 7, drop_barrier_before_pass: None };
                 let min = WINDOW_MIN_TILES * tile;
-                for n in [min - 1, min, min + 1, min + tile + 1, 2 * min + tile / 2 + 1, 3 * min - 1] {
+                for n in [min - tile, min - 1, min, min + 1, min + tile + 1, 2 * min + tile / 2 + 1, 3 * min - 1] {
                     let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Ascending), options);
                     let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == 1);
                     assert_eq!(windowed, n > (WINDOW_MIN_TILES - 1) * tile, "{geometry:?} n={n}");

@@ -16,10 +16,11 @@ const GLOBAL_WG: u32 = 256;
 /// Most invocations per workgroup of the local kernels by default, before the device's limits;
 /// the default is a quarter of the tile (half of a small one: [`local_wg_divisor`]) up to this.
 /// With 4-byte keys, 512: once the local kernels loaded and stored full tiles in unrolled
-/// batches, 512 invocations beat 1024 on the H100 by 5 to 11 % at 2^20 and 2^24 keys and pairs and at 2^22 keys; 2^16 keys and 2^22 pairs (a size
-/// whose times are bimodal) read 2 % slower (`bench --local-wg 512`, two runs each). With
-/// 8-byte keys, 1024: their local kernels took 80 to 119 registers at 512
-/// invocations (`examples/kernel_stats.rs`), so one workgroup of 512 would fill a multiprocessor;
+/// batches, 512 invocations beat 1024 on the H100 by 5 to 11 % at 2^20 and 2^24 keys and pairs
+/// and at 2^22 keys; 2^16 keys and 2^22 pairs (a size whose times are bimodal) read 2 % slower
+/// (`bench --local-wg 512`, two runs each). With 8-byte keys, 1024: their local kernels took 80
+/// to 119 registers at 512 invocations (`examples/kernel_stats.rs`), so one workgroup of 512
+/// would fill a multiprocessor;
 /// 512 is not measured for them.
 fn local_wg_max(width: KeyWidth) -> u32 {
     match width {
@@ -68,8 +69,8 @@ pub struct KernelOptions {
     /// Caps the substages fused per global pass (1..=5) and per local chunk (see [`local_chunk`]).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
-    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by
-    /// the device.
+    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
+    /// keys); a power of two, capped by the device.
     pub local_workgroup_size: Option<u32>,
 }
 
@@ -117,7 +118,7 @@ pub fn geometry_for(
             reason: "too small for a tile of two elements",
         });
     }
-    // By default one invocation per group of the largest chunks.
+    // By default a quarter of the tile, or half of a small one (local_wg_divisor).
     let local_wg = match options.local_workgroup_size {
         Some(wg) if wg == 0 || !wg.is_power_of_two() => {
             return Err(Error::InvalidOption {

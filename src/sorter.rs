@@ -32,8 +32,8 @@ pub struct SorterDesc {
     /// sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
-    /// the tile (half of a tile of 1024 or less), at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device.
-    /// A tuning knob for `bench`.
+    /// the tile (half of a tile of 1024 or less), at most 512 with 4-byte keys and 1024 with
+    /// 8-byte keys, capped by the device. A tuning knob for `bench`.
     pub local_workgroup_size: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
@@ -68,8 +68,8 @@ const TILES_WANTED: usize = 32;
 /// 2^16 keys took 93 us with 8192-element tiles and 72 us with 2048 (`bench --max-tile`).
 const SMALLEST_SIZED_TILE: u32 = 2048;
 /// The tile of sorts of at most this many elements. A sort of 2^10 elements in a tile of 2048 was
-/// one partial tile, which tests every bound: 17.3 us for keys on the H100, 13.0 us in a tile of
-/// 1024. Each tile size is a set of pipelines kept for the life of the sorter, so small sorts get
+/// one partial tile, which then tested every bound: 17.3 us for keys on the H100, 13.0 us in a
+/// tile of 1024. Each tile size is a set of pipelines kept for the life of the sorter, so small sorts get
 /// this one size rather than n rounded up to a power of two (which compiled up to ten sets for the
 /// sizes below 1024, and grew the soak test's memory as new sizes came).
 const SMALL_SORT_TILE: u32 = 1024;

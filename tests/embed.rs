@@ -192,6 +192,17 @@ fn align(x: u64, a: u64) -> u64 {
 
 #[test]
 fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
+    records_sorts(&RecorderDesc::default());
+}
+
+/// The same sorts in tiles of 4 elements: sorts 1, 3 (a GPU-side count) and 6 (8-byte keys) then
+/// have hundreds of tiles and take windowed local merges in the embedded builds.
+#[test]
+fn the_embedded_builds_take_windowed_local_merges() {
+    records_sorts(&RecorderDesc { max_tile: Some(4), ..RecorderDesc::default() });
+}
+
+fn records_sorts(desc: &RecorderDesc) {
     let r = Renderer::new();
     let a = r.alignment();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -249,8 +260,7 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     staging.write(off_v6, &values6);
 
     // SAFETY: the instance, physical device and device are live until the recorder is dropped.
-    let mut sorter =
-        unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &RecorderDesc::default()) }.expect("recorder");
+    let mut sorter = unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, desc) }.expect("recorder");
     let region = |offset: u64, n: u32| BufferRegion { buffer: storage.buffer, offset, size: u64::from(n) * 4 };
     let keys_only = |keys, capacity| BindDesc { keys, capacity, ..BindDesc::default() };
     let b1 = sorter

@@ -389,7 +389,9 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
     // Tiles of 16 put windowed local merges (256 tiles or more) within reach of small sizes.
     let mut small_tiles = Sorter::new(context(), &SorterDesc { max_tile: Some(16), ..SorterDesc::default() })
         .expect("a sorter with tiles of 16");
-    let cases = [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001, 16 * 512 + 37, 16 * 300 + 5];
+    // The last two end in a window with a partial lower tile and none above, and one with a
+    // full lower tile and a partial upper one.
+    let cases = [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001, 16 * 512 + 5, 16 * 300 + 21];
     for (index, n) in cases.into_iter().enumerate() {
         let sorter = if index < 4 { &mut *sorter } else { &mut small_tiles };
         for (kind, order, extreme) in extremes {
@@ -408,7 +410,8 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
 fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
     let mut rng = rng("split dispatches");
     // The last two rows take local workgroups other than the default (which depends on the key
-    // width): with 1024 invocations a 256-element tile leaves most of them idle.
+    // width): with 1024 invocations a 64-element tile leaves most of them idle (and its windowed
+    // local merges, at 40_000 elements, run with fewer elements per window than invocations).
     for (max_tile, max_groups, max_fused, local_wg) in [
         (Some(64), Some(3), None, None),
         (Some(2), None, None, None),
@@ -417,7 +420,7 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
         (Some(256), None, Some(3), None),
         (None, None, Some(1), None),
         (None, None, Some(4), Some(64)),
-        (Some(256), Some(2), None, Some(1024)),
+        (Some(64), Some(2), None, Some(1024)),
     ] {
         let desc = SorterDesc {
             max_tile,
