@@ -203,17 +203,22 @@ impl Trace {
     }
 }
 
-/// The half-cleaner substages of strides tile/2 .. 1 on the tile at `base`, whose elements at
-/// local index `limit` or past are virtual.
-fn half_cleaners(comparators: &mut Vec<(u32, u32)>, base: u32, tile: u32, limit: u32) {
-    let mut inc = tile / 2;
-    while inc > 0 {
-        for c in 0..tile / 2 {
-            let (lo, hi) = (slot_index(c, 0, inc, 1, false), slot_index(c, 1, inc, 1, false));
-            if hi < limit {
-                comparators.push((base + lo, base + hi));
-            }
+/// One substage on the tile at `base`, whose elements at local index `limit` or past are virtual:
+/// stride `inc`, or with `flip` the mirrors in blocks of 2 * inc (one group of two slots each).
+fn tile_substage(comparators: &mut Vec<(u32, u32)>, base: u32, tile: u32, limit: u32, inc: u32, flip: bool) {
+    for c in 0..tile / 2 {
+        let (lo, hi) = (slot_index(c, 0, inc, 1, flip), slot_index(c, 1, inc, 1, flip));
+        if hi < limit {
+            comparators.push((base + lo, base + hi));
         }
+    }
+}
+
+/// The half-cleaner substages of strides `top` .. 1 on the tile at `base` (none if `top` is 0).
+fn half_cleaners(comparators: &mut Vec<(u32, u32)>, base: u32, tile: u32, limit: u32, top: u32) {
+    let mut inc = top;
+    while inc > 0 {
+        tile_substage(comparators, base, tile, limit, inc, false);
         inc /= 2;
     }
 }
@@ -262,7 +267,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 }
                 for half in [base, base + tile] {
                     if half < n {
-                        half_cleaners(&mut comparators, half, tile, n - half);
+                        half_cleaners(&mut comparators, half, tile, n - half, tile / 2);
                     }
                 }
                 touched.extend(base..n.min(base + 2 * tile));
@@ -271,28 +276,15 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 let tile = geometry.tile();
                 let base = group * tile;
                 let limit = n - base;
-                let mut substage = |inc: u32, flip: bool| {
-                    for c in 0..tile / 2 {
-                        // One substage is a group of two slots.
-                        let (lo, hi) = (slot_index(c, 0, inc, 1, flip), slot_index(c, 1, inc, 1, flip));
-                        if hi < limit {
-                            comparators.push((base + lo, base + hi));
-                        }
-                    }
-                };
                 if kind == PassKind::TileSort {
                     let mut block = 2;
                     while block <= 1 << push.log_block {
-                        substage(block / 2, true);
-                        let mut inc = block / 4;
-                        while inc > 0 {
-                            substage(inc, false);
-                            inc /= 2;
-                        }
+                        tile_substage(&mut comparators, base, tile, limit, block / 2, true);
+                        half_cleaners(&mut comparators, base, tile, limit, block / 4);
                         block *= 2;
                     }
                 } else {
-                    half_cleaners(&mut comparators, base, tile, limit);
+                    half_cleaners(&mut comparators, base, tile, limit, tile / 2);
                 }
                 touched.extend(base..n.min(base + tile));
             }

@@ -20,8 +20,7 @@ const GLOBAL_WG: u32 = 256;
 /// and at 2^22 keys; 2^16 keys and 2^22 pairs (a size whose times are bimodal) read 2 % slower
 /// (`bench --local-wg 512`, two runs each). With 8-byte keys, 1024: their local kernels took 80
 /// to 119 registers at 512 invocations (`examples/kernel_stats.rs`), so one workgroup of 512
-/// would fill a multiprocessor;
-/// 512 is not measured for them.
+/// would fill a multiprocessor; 512 is not measured for them.
 fn local_wg_max(width: KeyWidth) -> u32 {
     match width {
         KeyWidth::Bits32 => 512,
@@ -231,7 +230,8 @@ impl Kernels {
             create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
         let merge = spirv(PassKind::LocalMerge, payload, width, variant);
         kernels.local_merge = create_pipeline(device, layout, cache, merge, &local)?;
-        kernels.local_merge_window = create_pipeline(device, layout, cache, merge, &[local[0], local[1], local[2], 1])?;
+        let window = [local[0], local[1], local[2], 1];
+        kernels.local_merge_window = create_pipeline(device, layout, cache, merge, &window)?;
         for m in 1..=geometry.fused {
             let global = [geometry.global_wg, geometry.tile(), m, 0];
             kernels.global_merge[m as usize - 1] =

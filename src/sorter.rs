@@ -69,9 +69,9 @@ const TILES_WANTED: usize = 32;
 const SMALLEST_SIZED_TILE: u32 = 2048;
 /// The tile of sorts of at most this many elements. A sort of 2^10 elements in a tile of 2048 was
 /// one partial tile, which then tested every bound: 17.3 us for keys on the H100, 13.0 us in a
-/// tile of 1024. Each tile size is a set of pipelines kept for the life of the sorter, so small sorts get
-/// this one size rather than n rounded up to a power of two (which compiled up to ten sets for the
-/// sizes below 1024, and grew the soak test's memory as new sizes came).
+/// tile of 1024. Each tile size is a set of pipelines kept for the life of the sorter, so small
+/// sorts get this one size rather than n rounded up to a power of two (which compiled up to ten
+/// sets for the sizes below 1024, and grew the soak test's memory as new sizes came).
 const SMALL_SORT_TILE: u32 = 1024;
 
 /// What one sort did.

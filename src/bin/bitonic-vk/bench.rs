@@ -65,7 +65,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
-    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte keys).
+    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
+    /// keys).
     #[arg(long, value_name = "N")]
     local_wg: Option<u32>,
 }

@@ -47,7 +47,8 @@ pub struct PassesArgs {
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
-    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte keys).
+    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
+    /// keys).
     #[arg(long, value_name = "N")]
     local_wg: Option<u32>,
     /// Run every strategy (each barrier flavour, a submit per pass, unfused) and the empty-dispatch
