@@ -115,6 +115,7 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
                 (PassKind::TileSort, [local_wg, geometry.tile(), chunk, 0], "tile_sort".to_string()),
                 (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 0], "local_merge".to_string()),
                 (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
+                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 2], "local_merge window 4".to_string()),
             ];
             for m in 1..=geometry.fused {
                 kernels.push((

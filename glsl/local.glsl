@@ -1,6 +1,6 @@
 // Shared-memory tile machinery of the two local kernels (tile_sort, local_merge): one workgroup
-// owns one tile of TILE consecutive elements (a windowed local_merge: two, one after the other),
-// loads it into shared memory, runs the substages there in chunks of up to FUSED fused in
+// owns one tile of TILE consecutive elements (a windowed local_merge: two or four, one after the
+// other), loads it into shared memory, runs the substages there in chunks of up to FUSED fused in
 // registers (fused.glsl) with a workgroup barrier after each chunk, and stores the tile back.
 
 #include "common.glsl"
@@ -96,7 +96,85 @@ void load_tile(uint base) {
     barrier();
 }
 
-// The substage of stride TILE on the window of two tiles at `base` (local_merge with WINDOW = 1):
+// Tiles per window of a windowed local_merge, log2 (specialization constant 3): 0 (no window: one
+// tile per workgroup), 1 or 2.
+layout(constant_id = 3) const uint WINDOW = 0;
+
+// The four register slots of batch entry b of a window of four tiles: run_slots(2, flip) on
+// slots 4b..4b+3, the substage of stride 2 TILE (or the flip) and then that of stride TILE, the
+// mirrored pair of a flip in decreasing index order.
+void window_quad_slots(uint b, bool flip) {
+    uint o = 4u * b;
+    exchange(o, o + 2u);
+    exchange(o + 1u, o + 3u);
+    exchange(o, o + 1u);
+    if (flip) {
+        exchange(o + 3u, o + 2u);
+    } else {
+        exchange(o + 2u, o + 3u);
+    }
+}
+
+// Windows of four tiles (WINDOW = 2): the substages of strides 2 TILE and TILE on the window at
+// `base`, the first the stage's flip with `flip` (a literal at both call sites): group j
+// (0 <= j < TILE) holds the window's elements slot_index(j, s, TILE, 2, flip) of fused.glsl,
+// slot 0 in the lowest tile (element j) and the others in the three tiles above. Slot 0 goes to
+// the shared tile as the lowest tile's load_tile would leave it; the others go back to the
+// buffers. Without the flip, every element of group j is at offset j of its tile, written here
+// and later read and written by load_tile and store_tile from invocation j mod WG_SIZE, so
+// program order covers them. With `flip` two of them sit at offset TILE-1-j, handled there by
+// another invocation, so a buffer memory barrier (flip only: window_substage) orders them before
+// the workgroup barrier. Virtual elements are KEY_MAX and never written. No key is mapped:
+// windows are never a sort's first pass.
+void window_quad(uint base, bool flip) {
+    uint first = batch_base() + base;
+    uint live = N - base;
+    uint lid = gl_LocalInvocationID.x;
+    // Groups per invocation per batch: 2 * LOAD_SLOTS register slots in all.
+    const uint groups = LOAD_SLOTS / 2u;
+    uint batch = min(tile_batch(), groups);
+    for (uint j0 = 0u; j0 < TILE; j0 += batch * WG_SIZE) {
+        // Every load of a batch before the first comparator.
+        [[unroll]] for (uint b = 0u; b < groups; b++) {
+            uint j = j0 + b * WG_SIZE + lid;
+            if (b < batch && j < TILE) {
+                [[unroll]] for (uint s = 0u; s < 4u; s++) {
+                    uint i = slot_index(j, s, TILE, 2u, flip);
+                    uint r = 4u * b + s;
+                    r_key[r] = KEY_MAX;
+                    if (i < live) {
+                        r_key[r] = keys[first + i];
+#ifdef PAIRS
+                        r_value[r] = values[first + i];
+#endif
+                    }
+                }
+            }
+        }
+        [[unroll]] for (uint b = 0u; b < groups; b++) {
+            uint j = j0 + b * WG_SIZE + lid;
+            if (b < batch && j < TILE) {
+                window_quad_slots(b, flip);
+                uint r = 4u * b;
+                s_keys[swizzle(j)] = r_key[r];
+#ifdef PAIRS
+                s_values[swizzle(j)] = r_value[r];
+#endif
+                [[unroll]] for (uint s = 1u; s < 4u; s++) {
+                    uint i = slot_index(j, s, TILE, 2u, flip);
+                    if (i < live) {
+                        keys[first + i] = r_key[r + s];
+#ifdef PAIRS
+                        values[first + i] = r_value[r + s];
+#endif
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Windows of two tiles (WINDOW = 1): the substage of stride TILE on the window at `base`:
 // lower element i against upper element i (with `flip`, the stage's flip: against upper
 // element TILE-1-i). The smaller images go to the shared tile as the lower tile's load_tile would
 // leave it; the larger go back to the upper tile in the buffers. Upper element j is written by
@@ -106,7 +184,7 @@ void load_tile(uint base) {
 // buffer memory barrier before the workgroup barrier (flip only) orders that read before that
 // write. Virtual elements are KEY_MAX and never written. No key is mapped: windows are never a
 // sort's first pass.
-void window_substage(uint base, bool flip) {
+void window_pair(uint base, bool flip) {
     uint first = batch_base() + base;
     uint live_low = min(N - base, TILE);
     uint live_high = N - base > TILE ? min(N - base - TILE, TILE) : 0u;
@@ -157,6 +235,23 @@ void window_substage(uint base, bool flip) {
     if (flip) {
         // Only the flip needs it (a buffer memory barrier waits for this invocation's stores to
         // the upper tile too: on every window it cost the H100 about 1 to 2 %).
+        memoryBarrierBuffer();
+    }
+    barrier();
+}
+
+void window_substage(uint base, bool flip) {
+    if (WINDOW == 1u) {
+        window_pair(base, flip);
+        return;
+    }
+    if (flip) {
+        window_quad(base, true);
+    } else {
+        window_quad(base, false);
+    }
+    if (flip) {
+        // As in window_pair: the mirrored elements are read and written by other invocations.
         memoryBarrierBuffer();
     }
     barrier();

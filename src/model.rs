@@ -252,25 +252,34 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                     touched.extend(index.into_iter().filter(|&i| i < n));
                 }
             }
-            PassKind::LocalMerge if substages == 1 => {
-                // A window of two tiles: the substage of stride T (push.inc) between them (with
-                // push.dir, the flip: element c against 2T - 1 - c), then each tile's strides
-                // T/2 .. 1, the lower tile first.
+            PassKind::LocalMerge if substages > 0 => {
+                // A window of 2^w tiles: its w substages of strides push.inc = T << (w-1) down to
+                // T (with push.dir the first is the flip: element c against span - 1 - c), then
+                // each tile's strides T/2 .. 1, the lowest tile first.
                 let tile = geometry.tile();
-                assert_eq!(push.inc, tile, "a windowed local merge runs the stride of one tile");
-                let base = group * 2 * tile;
-                for c in 0..tile {
-                    let hi = if push.dir != 0 { base + 2 * tile - 1 - c } else { base + tile + c };
-                    if hi < n {
-                        comparators.push((base + c, hi));
+                let span = tile << substages;
+                assert_eq!(
+                    push.inc,
+                    tile << (substages - 1),
+                    "a windowed local merge starts at the stride of its half"
+                );
+                let base = group * span;
+                for j in 0..substages {
+                    let stride = push.inc >> j;
+                    for c in (0..span).filter(|c| c & stride == 0) {
+                        let hi = if j == 0 && push.dir != 0 { base + span - 1 - c } else { base + c + stride };
+                        if hi < n {
+                            comparators.push((base + c, hi));
+                        }
                     }
                 }
-                for half in [base, base + tile] {
+                for t in 0..1 << substages {
+                    let half = base + t * tile;
                     if half < n {
                         half_cleaners(&mut comparators, half, tile, n - half, tile / 2);
                     }
                 }
-                touched.extend(base..n.min(base + 2 * tile));
+                touched.extend(base..n.min(base + span));
             }
             PassKind::TileSort | PassKind::LocalMerge => {
                 let tile = geometry.tile();
@@ -297,7 +306,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
 mod tests {
     use super::*;
     use crate::keys::{key_flags, KeyKind, Order};
-    use crate::plan::{Plan, MAX_FUSED, WINDOW_MIN_TILES};
+    use crate::plan::{Plan, MAX_FUSED, WINDOW2_MIN_TILES, WINDOW_MIN_TILES};
     use crate::record::{record_passes, RecordOptions};
     use rand::{Rng, SeedableRng};
 
@@ -435,6 +444,32 @@ mod tests {
                     let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Ascending), options);
                     let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == 1);
                     assert_eq!(windowed, n > (WINDOW_MIN_TILES - 1) * tile, "{geometry:?} n={n}");
+                    assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
+                    let input: Vec<u32> =
+                        (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
+                    let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                    trace.run(&mut keys, Some(&mut values));
+                    check_pairs(KeyKind::U32, Order::Ascending, &input, &keys, &values, &format!("{geometry:?} n={n}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sorts_with_windows_of_four_tiles() {
+        // From WINDOW2_MIN_TILES tiles up, local merges take windows of four tiles where two
+        // would save no pass; partial windows and split dispatches included.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x4a1d);
+        for tile_log2 in 1..=2 {
+            for fused in 2..=MAX_FUSED {
+                let geometry = Geometry { tile_log2, global_wg: 4, fused };
+                let tile = geometry.tile();
+                let options = RecordOptions { max_groups_per_dispatch: 7, drop_barrier_before_pass: None };
+                let min = WINDOW2_MIN_TILES * tile;
+                for n in [min - 1, min, min + 1, min + 2 * tile + 1, min + 3 * tile - 1, 2 * min + tile / 2 + 1] {
+                    let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Ascending), options);
+                    let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == 2);
+                    assert_eq!(windowed, n > (WINDOW2_MIN_TILES - 1) * tile, "{geometry:?} n={n}");
                     assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
                     let input: Vec<u32> =
                         (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();

@@ -192,8 +192,8 @@ pub(crate) struct Kernels {
     device: ash::Device,
     tile_sort: vk::Pipeline,
     local_merge: vk::Pipeline,
-    /// local_merge specialised for windows of two tiles (`WINDOW` = 1).
-    local_merge_window: vk::Pipeline,
+    /// local_merge specialised for windows of two and of four tiles (`WINDOW` = 1, 2).
+    local_merge_window: [vk::Pipeline; 2],
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
     /// What the kernels move: keys alone or pairs.
@@ -216,7 +216,7 @@ impl Kernels {
             device: device.clone(),
             tile_sort: vk::Pipeline::null(),
             local_merge: vk::Pipeline::null(),
-            local_merge_window: vk::Pipeline::null(),
+            local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
             build,
@@ -224,14 +224,16 @@ impl Kernels {
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group: at most
         // per chunk in the local kernels, exactly per pass in global_merge), 3 = WINDOW
-        // (local_merge only: windows of two tiles).
+        // (local_merge only: windows of 2^WINDOW tiles).
         let local = [local_wg, geometry.tile(), local_chunk(payload, width, &geometry), 0];
         kernels.tile_sort =
             create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
         let merge = spirv(PassKind::LocalMerge, payload, width, variant);
         kernels.local_merge = create_pipeline(device, layout, cache, merge, &local)?;
-        let window = [local[0], local[1], local[2], 1];
-        kernels.local_merge_window = create_pipeline(device, layout, cache, merge, &window)?;
+        for w in 1..=2 {
+            let window = [local[0], local[1], local[2], w];
+            kernels.local_merge_window[w as usize - 1] = create_pipeline(device, layout, cache, merge, &window)?;
+        }
         for m in 1..=geometry.fused {
             let global = [geometry.global_wg, geometry.tile(), m, 0];
             kernels.global_merge[m as usize - 1] =
@@ -241,11 +243,11 @@ impl Kernels {
     }
 
     /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
-    /// with `substages` 1, the one taking windows of two tiles.
+    /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles.
     pub fn pipeline(&self, kind: PassKind, substages: u32) -> vk::Pipeline {
         match kind {
             PassKind::TileSort => self.tile_sort,
-            PassKind::LocalMerge if substages == 1 => self.local_merge_window,
+            PassKind::LocalMerge if substages > 0 => self.local_merge_window[(substages.min(2) - 1) as usize],
             PassKind::LocalMerge => self.local_merge,
             PassKind::GlobalMerge => self.global_merge[(substages.clamp(1, MAX_FUSED) - 1) as usize],
         }
@@ -290,7 +292,8 @@ fn create_pipeline(
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        for p in [self.tile_sort, self.local_merge, self.local_merge_window].into_iter().chain(self.global_merge) {
+        for p in [self.tile_sort, self.local_merge].into_iter().chain(self.local_merge_window).chain(self.global_merge)
+        {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.
             unsafe { self.device.destroy_pipeline(p, None) };

@@ -18,7 +18,9 @@
 //! stride T to the local merge saves a global pass (k - t - 1 a multiple of F) and the sort has at
 //! least [`WINDOW_MIN_TILES`] tiles, that local merge takes windows of two tiles: it runs the
 //! stride-T substage (the flip, in stage t+1) as it loads a window, then each tile's strides T/2
-//! down to 1 in turn.
+//! down to 1 in turn. Where handing it the strides 2T and T instead saves a pass (k - t - 2 a
+//! multiple of F) and the sort has at least [`WINDOW2_MIN_TILES`] tiles, it takes windows of four
+//! tiles the same way.
 
 use crate::error::{Error, Result};
 use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
@@ -80,6 +82,13 @@ pub const MAX_FUSED: u32 = 5;
 /// and runs one local workgroup on each).
 pub const WINDOW_MIN_TILES: u32 = 256;
 
+/// Sorts of at least this many tiles give a local merge windows of four tiles where that saves a
+/// global pass and windows of two do not. They take a quarter of the workgroups: on the H100 with
+/// 1024 tiles (256 windows, about two per multiprocessor) 2^23 keys took 0.856 ms against 0.818
+/// without, and 2^22 pairs 0.774 against 0.778; with 2048 tiles 2^24 keys tied (2.019 ms), 2^23
+/// pairs took 1.90 against 1.96 ms and with 4096, 2^24 pairs 3.92 against 4.18 ms.
+pub const WINDOW2_MIN_TILES: u32 = 2048;
+
 /// The most substages per shared-memory chunk of the local kernels (groups of 32 elements); which
 /// builds take that many is `pipelines::local_chunk`.
 pub const MAX_CHUNK: u32 = 5;
@@ -117,15 +126,16 @@ pub struct Pass {
     /// Which kernel.
     pub kind: PassKind,
     /// `GlobalMerge`: how many consecutive substages it runs (strides `push.inc` down to
-    /// `push.inc >> (substages - 1)`). `LocalMerge`: 1 when it takes windows of two tiles and
-    /// runs the substage of stride `push.inc` (the tile) itself, else 0. `TileSort`: 0.
+    /// `push.inc >> (substages - 1)`). `LocalMerge`: w when it takes windows of 2^w tiles (w = 1
+    /// or 2) and runs the w substages of strides `push.inc` (the tile << (w-1)) down to the tile
+    /// itself, else 0. `TileSort`: 0.
     pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
     pub stage: u32,
     /// Workgroups the pass needs (it may be split over several dispatches).
     pub workgroups: u32,
     /// Push constants, `group_offset` left at 0 for the recorder to fill. A windowed `LocalMerge`
-    /// has `inc` = the tile, and `dir` = 1 where its first substage is the stage's flip.
+    /// has `inc` = its largest stride, and `dir` = 1 where its first substage is the stage's flip.
     pub push: PushConstants,
 }
 
@@ -188,16 +198,13 @@ impl Plan {
             },
         });
         let fused = geometry.fused;
-        let windows = tiles >= WINDOW_MIN_TILES;
         for stage in t + 1..=levels {
-            // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest; the last,
-            // 2^t, goes to a windowed local merge where that saves a pass.
+            // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest; the last
+            // one or two go to a windowed local merge where that saves a pass.
             let mut top = stage - 1;
             let mut left = stage - t;
-            let window = windows && (left - 1) % fused == 0;
-            if window {
-                left -= 1;
-            }
+            let window = window_log2(tiles, left, fused);
+            left -= window;
             while left > 0 {
                 let m = left.min(fused);
                 let low = 1u32 << (top + 1 - m);
@@ -213,13 +220,14 @@ impl Plan {
             }
             passes.push(Pass {
                 kind: PassKind::LocalMerge,
-                substages: u32::from(window),
+                substages: window,
                 stage,
-                workgroups: if window { n.div_ceil(geometry.tile() * 2) } else { tiles },
-                // With a window and no global pass, the stride-T substage is the stage's flip.
+                workgroups: n.div_ceil(geometry.tile() << window),
+                // With a window and no global pass, the window's first substage is the stage's
+                // flip.
                 push: PushConstants {
-                    inc: if window { geometry.tile() } else { 0 },
-                    dir: u32::from(window && stage == t + 1),
+                    inc: if window > 0 { geometry.tile() << (window - 1) } else { 0 },
+                    dir: u32::from(window > 0 && top == stage - 1),
                     flags: key_flags | last_flag(stage),
                     ..base
                 },
@@ -233,6 +241,21 @@ impl Plan {
     /// surest way to expose a missing barrier on a real GPU.
     pub fn last_flip_pass(&self) -> Option<usize> {
         self.passes.iter().rposition(|p| p.kind != PassKind::TileSort && p.push.dir == 1)
+    }
+}
+
+/// Tiles per window (log2) of the local merge of a stage with `left` global substages (strides of
+/// a tile and more), for a sort of `tiles` tiles: 1 where handing the stride-T substage to the
+/// local merge saves a global pass (left - 1 a multiple of `fused`, from [`WINDOW_MIN_TILES`]
+/// tiles), else 2 where handing it the strides 2T and T does (left - 2 a multiple of `fused`,
+/// from [`WINDOW2_MIN_TILES`]), else 0.
+fn window_log2(tiles: u32, left: u32, fused: u32) -> u32 {
+    if tiles >= WINDOW_MIN_TILES && (left - 1) % fused == 0 {
+        1
+    } else if tiles >= WINDOW2_MIN_TILES && left >= 2 && (left - 2) % fused == 0 {
+        2
+    } else {
+        0
     }
 }
 
@@ -253,10 +276,13 @@ pub fn pass_count(n: u64, tile_log2: u32, fused: u32) -> u64 {
     }
     let fused = u64::from(fused.clamp(1, MAX_FUSED));
     let above = u64::from(ceil_log2(n).saturating_sub(tile_log2));
-    let windows = n.div_ceil(1 << tile_log2) >= u64::from(WINDOW_MIN_TILES);
+    let tiles = u32::try_from(n.div_ceil(1 << tile_log2)).unwrap_or(u32::MAX);
     // One tile sort, then stage t+m has ceil(m / fused) global passes and one local merge; with
-    // windows, one global pass fewer where m - 1 is a multiple of fused.
-    let global = |m: u64| if windows && (m - 1) % fused == 0 { (m - 1).div_ceil(fused) } else { m.div_ceil(fused) };
+    // a window of 2^w tiles, ceil((m - w) / fused).
+    let global = |m: u64| {
+        let w = u64::from(window_log2(tiles, m as u32, fused as u32));
+        (m - w).div_ceil(fused)
+    };
     1 + (1..=above).map(|m| global(m) + 1).sum::<u64>()
 }
 
@@ -282,10 +308,13 @@ mod tests {
         assert_eq!(pass_count(1 << 20, 13, 1), 36);
         assert_eq!(pass_count(1 << 20, 13, 4), 18);
         // 2048 tiles: windowed local merges take the stride-T substage of every stage whose
-        // global substages number 1 more than a multiple of the fusion (all of them unfused).
+        // global substages number 1 more than a multiple of the fusion (all of them unfused), and
+        // windows of four tiles the strides 2T and T where they number 2 more.
         assert_eq!(pass_count(1 << 24, 13, 1), 78 - 11);
-        assert_eq!(pass_count(1 << 24, 13, 4), 33 - 3);
-        assert_eq!(pass_count(1 << 24, 13, 5), 30 - 3);
+        assert_eq!(pass_count(1 << 24, 13, 4), 33 - 3 - 3);
+        assert_eq!(pass_count(1 << 24, 13, 5), 30 - 3 - 2);
+        // 512 tiles: windows of two tiles alone.
+        assert_eq!(pass_count(1 << 22, 13, 5), 21);
         // 2^21 keys are 256 tiles of 8192, the fewest that take windows.
         assert_eq!(pass_count(1 << 21, 13, 5), 20 - 2);
         assert_eq!(pass_count(255 << 13, 13, 5), 20);
@@ -306,7 +335,7 @@ mod tests {
                     .filter(|p| p.stage == stage)
                     .flat_map(|p| match p.kind {
                         PassKind::GlobalMerge => (0..p.substages).map(|j| p.push.inc >> j).collect(),
-                        PassKind::LocalMerge if p.substages == 1 => vec![p.push.inc],
+                        PassKind::LocalMerge => (0..p.substages).map(|j| p.push.inc >> j).collect(),
                         _ => vec![],
                     })
                     .collect();
@@ -335,6 +364,35 @@ mod tests {
                     // The flip is the window's substage only in the stage with no global pass.
                     assert_eq!(merge.push.dir, u32::from(expect && above == 1));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn windows_of_four_tiles_take_the_strides_2t_and_t_where_two_tiles_save_nothing() {
+        for fused in 1..=MAX_FUSED {
+            let min = WINDOW2_MIN_TILES << 4;
+            for (n, many) in
+                [(min - 16, false), (min - 15, true), (min, true), (min + 1, true), (3 * min / 2 + 3, true)]
+            {
+                let geometry = Geometry { tile_log2: 4, global_wg: 64, fused };
+                let plan = Plan::new(n, geometry, 0).expect("a valid geometry");
+                for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge) {
+                    let above = merge.stage - geometry.tile_log2;
+                    let two = (above - 1) % fused == 0;
+                    let four = many && !two && above >= 2 && (above - 2) % fused == 0;
+                    let at = format!("n={n} fused={fused} stage={}", merge.stage);
+                    assert_eq!(merge.substages == 2, four, "{at}");
+                    assert_eq!(merge.substages == 1, two, "{at}");
+                    if four {
+                        assert_eq!(merge.push.inc, 2 * geometry.tile(), "{at}");
+                        assert_eq!(merge.workgroups, n.div_ceil(4 * geometry.tile()), "{at}");
+                        // The flip is the window's first substage only in the stage with no
+                        // global pass.
+                        assert_eq!(merge.push.dir, u32::from(above == 2), "{at}");
+                    }
+                }
+                assert_eq!(plan.passes.len() as u64, pass_count(u64::from(n), geometry.tile_log2, fused));
             }
         }
     }

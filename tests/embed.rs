@@ -202,15 +202,21 @@ fn the_embedded_builds_take_windowed_local_merges() {
     records_sorts(&RecorderDesc { max_tile: Some(4), ..RecorderDesc::default() });
 }
 
+/// Tiles of 2: sort 1 has 2500 tiles and takes windows of four tiles too.
+#[test]
+fn the_embedded_builds_take_windows_of_four_tiles() {
+    records_sorts(&RecorderDesc { max_tile: Some(2), ..RecorderDesc::default() });
+}
+
 fn records_sorts(desc: &RecorderDesc) {
     let r = Renderer::new();
     let a = r.alignment();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    // Sort 1: 3000 u32 keys with values, ascending. Sort 2: 1000 f32 keys, descending, of which
+    // Sort 1: 5000 u32 keys with values, ascending. Sort 2: 1000 f32 keys, descending, of which
     // 777 are sorted (n below the binding's capacity); the rest must stay untouched. Sort 3: i32
     // keys, capacity 2000, with a GPU-side count of 1234 written by the fill. Sort 4: capacity
     // 300 with a GPU-side count of 99999, clamped to 300.
-    let (n1, cap2, n2, cap3, count3, cap4, count4) = (3000u32, 1000u32, 777u32, 2000u32, 1234u32, 300u32, 99999u32);
+    let (n1, cap2, n2, cap3, count3, cap4, count4) = (5000u32, 1000u32, 777u32, 2000u32, 1234u32, 300u32, 99999u32);
     let keys1: Vec<u32> = (0..n1).map(|_| rng.random_range(0..500)).collect();
     let values1: Vec<u32> = (0..n1).collect();
     let keys2: Vec<f32> = (0..cap2).map(|_| rng.random_range(-1e3f32..1e3)).collect();

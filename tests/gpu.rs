@@ -386,12 +386,24 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
         (KeyKind::I64, Order::Descending, i64::MIN as u64),
         (KeyKind::F64, Order::Descending, u64::MAX),
     ];
-    // Tiles of 16 put windowed local merges (256 tiles or more) within reach of small sizes.
+    // Tiles of 16 put windowed local merges (256 tiles or more, windows of four from 2048) within
+    // reach of small sizes.
     let mut small_tiles = Sorter::new(context(), &SorterDesc { max_tile: Some(16), ..SorterDesc::default() })
         .expect("a sorter with tiles of 16");
-    // The last two end in a window with a partial lower tile and none above, and one with a
-    // full lower tile and a partial upper one.
-    let cases = [1000usize, pairs_tile as usize * 2 + 1, tile as usize * 3 - 1, 70_001, 16 * 512 + 5, 16 * 300 + 21];
+    // 16 * 512 + 5 ends in a window with a partial lower tile and none above, 16 * 300 + 21 in one
+    // with a full lower tile and a partial upper one; the last three take windows of four tiles
+    // and end in one whose only real tile is partial, one whose second is, and one whose fourth is.
+    let cases = [
+        1000usize,
+        pairs_tile as usize * 2 + 1,
+        tile as usize * 3 - 1,
+        70_001,
+        16 * 512 + 5,
+        16 * 300 + 21,
+        16 * 2100 + 7,
+        16 * 2051 + 40,
+        16 * 2100 + 60,
+    ];
     for (index, n) in cases.into_iter().enumerate() {
         let sorter = if index < 4 { &mut *sorter } else { &mut small_tiles };
         for (kind, order, extreme) in extremes {
@@ -431,9 +443,13 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
         // 40_000 and 40_033 take windowed local merges with tiles of 16 and 64 (at least 256
-        // tiles), ending in a window whose upper tile is empty or partial.
-        let sizes: &[usize] =
-            if max_tile == Some(2) { &[3, 100, 1025] } else { &[2, 65, 1000, 10_007, 40_000, 40_033] };
+        // tiles), ending in a window whose upper tile is empty or partial; 140_001 windows of four
+        // tiles of 64 (at least 2048 tiles).
+        let sizes: &[usize] = match max_tile {
+            Some(2) => &[3, 100, 1025],
+            Some(64) => &[2, 65, 1000, 10_007, 40_000, 40_033, 140_001],
+            _ => &[2, 65, 1000, 10_007, 40_000, 40_033],
+        };
         for &n in sizes {
             let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
             check_all(&mut sorter, |_| input.clone(), &format!("{desc:?}"));
