@@ -35,10 +35,11 @@
 //!   confused with one. Any n works, with no memory beyond the n elements.
 //! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs up to five
 //!   consecutive substages with strides of a tile or more straight on the buffers, `local_merge`
-//!   finishes the strides below a tile (in windows of two tiles, the stride of a tile too, where
-//!   that saves a global pass: see [`plan`]). Each invocation runs up to five substages on a group of
-//!   32 elements in registers (register fusion, `glsl/fused.glsl`), the flip included; the local
-//!   kernels' shared-memory chunks take 4 ([`pipelines::local_chunk`] says when 5). The tile
+//!   finishes the strides below a tile (in windows of two or four tiles, the strides of a tile
+//!   or of two too, where that saves a global pass: see [`plan`]). Each invocation runs up to
+//!   five substages on a group of 32 elements in registers (register fusion,
+//!   `glsl/fused.glsl`), the flip included; the local kernels' shared-memory chunks take 4
+//!   ([`pipelines::local_chunk`] says when 5). The tile
 //!   is the largest power of two that fits `maxComputeSharedMemorySize` (smaller for small
 //!   sorts), passed as a specialization constant.
 //! - **One command buffer** per sort: upload, every pass with a compute-to-compute barrier between
