@@ -181,8 +181,8 @@ void window_quad(uint base, bool flip) {
 // invocation j mod WG_SIZE, the one that load_tile gives it to when it reads the upper tile back,
 // so that read sees the write in program order. With `flip`, lower element i is read by
 // invocation (TILE-1-i) mod WG_SIZE and later written by store_tile from i mod WG_SIZE: the
-// buffer memory barrier before the workgroup barrier (flip only) orders that read before that
-// write. Virtual elements are KEY_MAX and never written. No key is mapped: windows are never a
+// buffer memory barrier before the workgroup barrier (flip only: window_substage) orders that
+// read before that write. Virtual elements are KEY_MAX and never written. No key is mapped: windows are never a
 // sort's first pass.
 void window_pair(uint base, bool flip) {
     uint first = batch_base() + base;
@@ -232,26 +232,20 @@ void window_pair(uint base, bool flip) {
             }
         }
     }
-    if (flip) {
-        // Only the flip needs it (a buffer memory barrier waits for this invocation's stores to
-        // the upper tile too: on every window it cost the H100 about 1 to 2 %).
-        memoryBarrierBuffer();
-    }
-    barrier();
 }
 
+// The window's substages (window_pair or window_quad), then the barrier before its tiles' merges.
 void window_substage(uint base, bool flip) {
     if (WINDOW == 1u) {
         window_pair(base, flip);
-        return;
-    }
-    if (flip) {
+    } else if (flip) {
         window_quad(base, true);
     } else {
         window_quad(base, false);
     }
     if (flip) {
-        // As in window_pair: the mirrored elements are read and written by other invocations.
+        // Only the flip needs it (a buffer memory barrier waits for this invocation's stores to
+        // the upper tiles too: on every window it cost the H100 about 1 to 2 %).
         memoryBarrierBuffer();
     }
     barrier();

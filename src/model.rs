@@ -429,21 +429,27 @@ mod tests {
         }
     }
 
-    #[test]
-    fn sorts_with_windowed_local_merges() {
-        // From WINDOW_MIN_TILES tiles up, some local merges take windows of two tiles; partial
-        // windows (one tile and a part, or a part of one) and split dispatches included.
-        let mut rng = rand::rngs::StdRng::seed_from_u64(0x91d0);
-        for tile_log2 in 1..=3 {
-            for fused in 1..=MAX_FUSED {
+    /// Sorts of the sizes `sizes(tile)` take local merges with windows of 2^`window` tiles exactly
+    /// from `min_tiles` tiles up, with no hazard, and sort random keys and pairs (split dispatches
+    /// of 7 workgroups).
+    fn sorts_with_windows(
+        seed: u64,
+        window: u32,
+        min_tiles: u32,
+        tile_logs: std::ops::RangeInclusive<u32>,
+        fusions: std::ops::RangeInclusive<u32>,
+        sizes: impl Fn(u32) -> Vec<u32>,
+    ) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        for tile_log2 in tile_logs {
+            for fused in fusions.clone() {
                 let geometry = Geometry { tile_log2, global_wg: 4, fused };
                 let tile = geometry.tile();
                 let options = RecordOptions { max_groups_per_dispatch: 7, drop_barrier_before_pass: None };
-                let min = WINDOW_MIN_TILES * tile;
-                for n in [min - tile, min - 1, min, min + 1, min + tile + 1, 2 * min + tile / 2 + 1, 3 * min - 1] {
+                for n in sizes(tile) {
                     let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Ascending), options);
-                    let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == 1);
-                    assert_eq!(windowed, n > (WINDOW_MIN_TILES - 1) * tile, "{geometry:?} n={n}");
+                    let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == window);
+                    assert_eq!(windowed, n > (min_tiles - 1) * tile, "{geometry:?} n={n}");
                     assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
                     let input: Vec<u32> =
                         (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
@@ -456,29 +462,23 @@ mod tests {
     }
 
     #[test]
+    fn sorts_with_windowed_local_merges() {
+        // From WINDOW_MIN_TILES tiles up, some local merges take windows of two tiles; partial
+        // windows (one tile and a part, or a part of one) and split dispatches included.
+        sorts_with_windows(0x91d0, 1, WINDOW_MIN_TILES, 1..=3, 1..=MAX_FUSED, |tile| {
+            let min = WINDOW_MIN_TILES * tile;
+            vec![min - tile, min - 1, min, min + 1, min + tile + 1, 2 * min + tile / 2 + 1, 3 * min - 1]
+        });
+    }
+
+    #[test]
     fn sorts_with_windows_of_four_tiles() {
         // From WINDOW2_MIN_TILES tiles up, local merges take windows of four tiles where two
         // would save no pass; partial windows and split dispatches included.
-        let mut rng = rand::rngs::StdRng::seed_from_u64(0x4a1d);
-        for tile_log2 in 1..=2 {
-            for fused in 2..=MAX_FUSED {
-                let geometry = Geometry { tile_log2, global_wg: 4, fused };
-                let tile = geometry.tile();
-                let options = RecordOptions { max_groups_per_dispatch: 7, drop_barrier_before_pass: None };
-                let min = WINDOW2_MIN_TILES * tile;
-                for n in [min - 1, min, min + 1, min + 2 * tile + 1, min + 3 * tile - 1, 2 * min + tile / 2 + 1] {
-                    let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Ascending), options);
-                    let windowed = plan.passes.iter().any(|p| p.kind == PassKind::LocalMerge && p.substages == 2);
-                    assert_eq!(windowed, n > (WINDOW2_MIN_TILES - 1) * tile, "{geometry:?} n={n}");
-                    assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
-                    let input: Vec<u32> =
-                        (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
-                    let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
-                    trace.run(&mut keys, Some(&mut values));
-                    check_pairs(KeyKind::U32, Order::Ascending, &input, &keys, &values, &format!("{geometry:?} n={n}"));
-                }
-            }
-        }
+        sorts_with_windows(0x4a1d, 2, WINDOW2_MIN_TILES, 1..=2, 2..=MAX_FUSED, |tile| {
+            let min = WINDOW2_MIN_TILES * tile;
+            vec![min - 1, min, min + 1, min + 2 * tile + 1, min + 3 * tile - 1, 2 * min + tile / 2 + 1]
+        });
     }
 
     #[test]
