@@ -1,5 +1,5 @@
 #version 450
-// global_merge: FUSED (1..5, a specialization constant) consecutive substages of one stage, with
+// global_merge: FUSED (1..6, a specialization constant) consecutive substages of one stage, with
 // strides inc .. inc >> (FUSED-1), all >= TILE, straight on the storage buffers: one group of
 // 2^FUSED elements per invocation, held in registers (fused.glsl). dir = 1 when the first of them
 // is the stage's flip. Keys are already order images here: the first and last passes of a sort

@@ -100,7 +100,7 @@ pub struct RecorderDesc {
     pub pipeline_cache: vk::PipelineCache,
     /// Caps the elements per tile (a power of two, at least 2); see [`crate::SorterDesc`].
     pub max_tile: Option<u32>,
-    /// Caps the substages fused per global pass (1..=5); see [`crate::SorterDesc`].
+    /// Caps the substages fused per global pass (1..=6); see [`crate::SorterDesc`].
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels; see [`crate::SorterDesc`].
     pub local_workgroup_size: Option<u32>,

@@ -34,10 +34,11 @@
 //!   index holds the strictly greater image), so a key equal to `u32::MAX` or +NaN is never
 //!   confused with one. Any n works, with no memory beyond the n elements.
 //! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs up to five
-//!   consecutive substages with strides of a tile or more straight on the buffers, `local_merge`
+//!   consecutive substages (six for 4-byte keys alone from 2048 tiles) with strides of a tile or
+//!   more straight on the buffers, `local_merge`
 //!   finishes the strides below a tile (in windows of two or four tiles, the strides of a tile
 //!   or of two too, where that saves a global pass: see [`plan`]). Each invocation runs up to
-//!   five substages on a group of 32 elements in registers (register fusion,
+//!   five (six) substages on a group of 32 (64) elements in registers (register fusion,
 //!   `glsl/fused.glsl`), the flip included; the local kernels' shared-memory chunks take 4
 //!   ([`pipelines::local_chunk`] says when 5). The tile
 //!   is the largest power of two that fits `maxComputeSharedMemorySize` (smaller for small

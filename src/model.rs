@@ -306,7 +306,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
 mod tests {
     use super::*;
     use crate::keys::{key_flags, KeyKind, Order};
-    use crate::plan::{Plan, MAX_FUSED, WINDOW2_MIN_TILES, WINDOW_MIN_TILES};
+    use crate::plan::{Plan, FUSED6_MIN_TILES, MAX_FUSED, WINDOW2_MIN_TILES, WINDOW_MIN_TILES};
     use crate::record::{record_passes, RecordOptions};
     use rand::{Rng, SeedableRng};
 
@@ -479,6 +479,27 @@ mod tests {
             let min = WINDOW2_MIN_TILES * tile;
             vec![min - 1, min, min + 1, min + 2 * tile + 1, min + 3 * tile - 1, 2 * min + tile / 2 + 1]
         });
+    }
+
+    #[test]
+    fn sorts_with_six_fused_substages_from_2048_tiles() {
+        // Global passes of 64-element groups (with windows of two and four tiles beside them),
+        // partial last groups and split dispatches included.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x6f06);
+        for tile_log2 in [1, 2] {
+            let geometry = Geometry { tile_log2, global_wg: 4, fused: 6 };
+            let min = FUSED6_MIN_TILES << tile_log2;
+            let options = RecordOptions { max_groups_per_dispatch: 7, drop_barrier_before_pass: None };
+            for n in [min - 1, min, min + 3, 2 * min + 1, 3 * min - 5] {
+                let (plan, trace) = trace(n, geometry, key_flags(KeyKind::U32, Order::Descending), options);
+                assert!(plan.passes.iter().any(|p| p.kind == PassKind::GlobalMerge && p.substages == 6), "n={n}");
+                assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
+                let input: Vec<u32> = (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
+                let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                trace.run(&mut keys, Some(&mut values));
+                check_pairs(KeyKind::U32, Order::Descending, &input, &keys, &values, &format!("{geometry:?} n={n}"));
+            }
+        }
     }
 
     #[test]

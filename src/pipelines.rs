@@ -60,12 +60,24 @@ pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry) -> u3
     geometry.fused.min(if wide { MAX_CHUNK } else { 4 })
 }
 
+/// Substages fused per global pass by default: [`MAX_FUSED`] (6, groups of 64 elements) for 4-byte
+/// keys alone, 5 otherwise (64 keys and 64 values, or 64 8-byte keys, would not fit in the
+/// registers).
+pub fn default_fused(payload: Payload, width: KeyWidth) -> u32 {
+    if payload == Payload::Keys && width == KeyWidth::Bits32 {
+        MAX_FUSED
+    } else {
+        5
+    }
+}
+
 /// Choices that shape the kernels, from [`crate::SorterDesc`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelOptions {
     /// Caps the elements per tile (a power of two, at least 2).
     pub max_tile: Option<u32>,
-    /// Caps the substages fused per global pass (1..=5) and per local chunk (see [`local_chunk`]).
+    /// Caps the substages fused per global pass (1..=6, default [`default_fused`]) and per local
+    /// chunk (see [`local_chunk`]).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
     /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
@@ -100,10 +112,10 @@ pub fn geometry_for(
     }
     let fused = match options.max_fused {
         Some(f) if !(1..=MAX_FUSED).contains(&f) => {
-            return Err(Error::InvalidOption { name: "max_fused", value: f.to_string(), reason: "must be 1 to 5" })
+            return Err(Error::InvalidOption { name: "max_fused", value: f.to_string(), reason: "must be 1 to 6" })
         }
         Some(f) => f,
-        None => MAX_FUSED,
+        None => default_fused(payload, width),
     };
     let invocations =
         prev_power_of_two(limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size_x));

@@ -13,7 +13,8 @@
 //!
 //! With tiles of T = 2^t elements: one `TileSort` pass runs stages 1..=t inside each tile; every
 //! later stage k runs its k - t substages with strides 2^(k-1) down to T (the first one the flip)
-//! in `GlobalMerge` passes of up to F substages each, fused in registers, and then one
+//! in `GlobalMerge` passes of up to F substages each (the geometry's `fused`, at most 5 in sorts of
+//! fewer than [`FUSED6_MIN_TILES`] tiles), fused in registers, and then one
 //! `LocalMerge` pass (strides T/2 down to 1, inside each tile). Where handing the substage of
 //! stride T to the local merge saves a global pass (k - t - 1 a multiple of F) and the sort has at
 //! least [`WINDOW_MIN_TILES`] tiles, that local merge takes windows of two tiles: it runs the
@@ -71,8 +72,8 @@ pub struct Geometry {
 /// loops over more comparators per substage and the gain from fewer global passes flattens.
 pub const MAX_TILE: u32 = 1 << 14;
 
-/// The most substages one invocation of a global pass fuses in registers (groups of 32 elements).
-pub const MAX_FUSED: u32 = 5;
+/// The most substages one invocation of a global pass fuses in registers (groups of 64 elements).
+pub const MAX_FUSED: u32 = 6;
 
 /// Sorts of at least this many tiles give a local merge windows of two tiles where that saves a
 /// global pass (see the module's doc). A window's workgroup runs its two tiles one after the
@@ -88,6 +89,15 @@ pub const WINDOW_MIN_TILES: u32 = 256;
 /// without, and 2^22 pairs 0.774 against 0.778; with 2048 tiles 2^24 keys tied (2.019 ms), 2^23
 /// pairs took 1.90 against 1.96 ms and with 4096, 2^24 pairs 3.92 against 4.18 ms.
 pub const WINDOW2_MIN_TILES: u32 = 2048;
+
+/// Sorts of fewer tiles than this fuse at most 5 substages per global pass even where the geometry
+/// allows 6. A 6-substage pass has one invocation per 64 elements. On the H100 (4-byte keys in
+/// tiles of 8192, `bench --max-fused 5` against 6, twice each): at 2^20 keys (128 tiles) its 16384
+/// invocations ran at 59 to 61 % of a copy and the sort took 0.1115 against 0.1103 ms with 5; at
+/// 2^21 0.194 against 0.192 ms; at 2^22 and 2^23 (512 and 1024 tiles) the two tied, and at 2^22 one
+/// 6-substage pass ran at 62 % of a copy (`passes`); at 2^24 (2048 tiles) its passes ran at 81 to
+/// 99 % and the sort took 1.971 against 2.000 ms.
+pub const FUSED6_MIN_TILES: u32 = 2048;
 
 /// The most substages per shared-memory chunk of the local kernels (groups of 32 elements); which
 /// builds take that many is `pipelines::local_chunk`.
@@ -114,7 +124,7 @@ impl Geometry {
             return invalid("global_wg", self.global_wg, "a global workgroup needs at least one invocation");
         }
         if !(1..=MAX_FUSED).contains(&self.fused) {
-            return invalid("fused", self.fused, "must be 1 to 5");
+            return invalid("fused", self.fused, "must be 1 to 6");
         }
         Ok(())
     }
@@ -197,7 +207,7 @@ impl Plan {
                 ..base
             },
         });
-        let fused = geometry.fused;
+        let fused = fused_for(tiles, geometry.fused);
         for stage in t + 1..=levels {
             // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest; the last
             // one or two go to a windowed local merge where that saves a pass.
@@ -259,6 +269,16 @@ fn window_log2(tiles: u32, left: u32, fused: u32) -> u32 {
     }
 }
 
+/// The most substages a global pass of a sort of `tiles` tiles fuses, for a geometry's `fused`:
+/// 6 only from [`FUSED6_MIN_TILES`] tiles.
+fn fused_for(tiles: u32, fused: u32) -> u32 {
+    if tiles < FUSED6_MIN_TILES {
+        fused.min(5)
+    } else {
+        fused
+    }
+}
+
 /// Number of groups of 2^m elements (m substages of smallest stride `low`) whose lowest element
 /// is below n: the ones a global pass must run. A group's lowest element grows with its index.
 fn groups(n: u32, low: u32, m: u32) -> u32 {
@@ -274,9 +294,9 @@ pub fn pass_count(n: u64, tile_log2: u32, fused: u32) -> u64 {
     if n < 2 {
         return 0;
     }
-    let fused = u64::from(fused.clamp(1, MAX_FUSED));
     let above = u64::from(ceil_log2(n).saturating_sub(tile_log2));
     let tiles = u32::try_from(n.div_ceil(1 << tile_log2)).unwrap_or(u32::MAX);
+    let fused = u64::from(fused_for(tiles, fused.clamp(1, MAX_FUSED)));
     // One tile sort, then stage t+m has ceil(m / fused) global passes and one local merge; with
     // a window of 2^w tiles, ceil((m - w) / fused).
     let global = |m: u64| {
@@ -320,6 +340,27 @@ mod tests {
         assert_eq!(pass_count(255 << 13, 13, 5), 20);
         assert_eq!(pass_count(1 << 13, 13, 4), 1);
         assert_eq!(pass_count((1 << 13) + 1, 13, 4), 3);
+        // Six substages per global pass from 2048 tiles: one pass fewer at 2^24 and 2^25.
+        assert_eq!(pass_count(1 << 20, 13, 6), 17);
+        assert_eq!(pass_count(1 << 22, 13, 6), 21);
+        assert_eq!(pass_count(1 << 23, 13, 6), 24);
+        assert_eq!(pass_count(1 << 24, 13, 6), 24);
+        assert_eq!(pass_count(1 << 25, 13, 5), 28);
+        assert_eq!(pass_count(1 << 25, 13, 6), 27);
+    }
+
+    #[test]
+    fn six_substages_per_global_pass_only_from_2048_tiles() {
+        for tile_log2 in [1, 2, 4] {
+            let geometry = Geometry { tile_log2, global_wg: 4, fused: 6 };
+            let min = FUSED6_MIN_TILES << tile_log2;
+            for (n, six) in [(min - (1 << tile_log2), false), (min - 1, true), (min, true), (3 * min + 5, true)] {
+                let plan = Plan::new(n, geometry, 0).expect("a valid geometry");
+                let most = plan.passes.iter().filter(|p| p.kind == PassKind::GlobalMerge).map(|p| p.substages).max();
+                assert_eq!(most, Some(if six { 6 } else { 5 }), "n={n} t={tile_log2}");
+                assert_eq!(plan.passes.len() as u64, pass_count(u64::from(n), tile_log2, 6), "n={n}");
+            }
+        }
     }
 
     #[test]
@@ -351,6 +392,8 @@ mod tests {
             for (n, windows) in [(255 << 10, false), (256 << 10, true), ((256 << 10) + 1, true)] {
                 let geometry = Geometry { tile_log2: 10, global_wg: 64, fused };
                 let plan = Plan::new(n, geometry, 0).expect("a valid geometry");
+                // Fewer than FUSED6_MIN_TILES tiles: at most 5 substages per global pass.
+                let fused = fused.min(5);
                 for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge) {
                     let above = merge.stage - geometry.tile_log2;
                     let expect = windows && (above - 1) % fused == 0;
@@ -377,10 +420,11 @@ mod tests {
             {
                 let geometry = Geometry { tile_log2: 4, global_wg: 64, fused };
                 let plan = Plan::new(n, geometry, 0).expect("a valid geometry");
+                let f = fused_for(n.div_ceil(geometry.tile()), fused);
                 for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge) {
                     let above = merge.stage - geometry.tile_log2;
-                    let two = (above - 1) % fused == 0;
-                    let four = many && !two && above >= 2 && (above - 2) % fused == 0;
+                    let two = (above - 1) % f == 0;
+                    let four = many && !two && above >= 2 && (above - 2) % f == 0;
                     let at = format!("n={n} fused={fused} stage={}", merge.stage);
                     assert_eq!(merge.substages == 2, four, "{at}");
                     assert_eq!(merge.substages == 1, two, "{at}");

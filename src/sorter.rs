@@ -26,7 +26,8 @@ pub struct SorterDesc {
     /// Caps the elements per tile of the local kernels (a power of two, at least 2). Smaller tiles
     /// mean more global passes; tests use it to reach those passes at small sizes.
     pub max_tile: Option<u32>,
-    /// Caps the substages fused in registers per global pass (1..=5, default 5) and per
+    /// Caps the substages fused in registers per global pass (1..=6; by default 6 for 4-byte keys
+    /// alone, which take 6 only in sorts of at least `plan::FUSED6_MIN_TILES` tiles, else 5) and per
     /// shared-memory chunk of the local kernels (whatever the cap, at most 5 for 4-byte keys alone
     /// in tiles of 8192 or more, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
     /// sample does.

@@ -386,8 +386,9 @@ fn keeps_pairs_together_when_many_keys_equal_the_extreme_key() {
         (KeyKind::I64, Order::Descending, i64::MIN as u64),
         (KeyKind::F64, Order::Descending, u64::MAX),
     ];
-    // Tiles of 16 put windowed local merges (256 tiles or more, windows of four from 2048) within
-    // reach of small sizes.
+    // Tiles of 16 put windowed local merges (256 tiles or more, windows of four from 2048) and,
+    // for 4-byte keys alone, global passes of six substages (2048 tiles or more) within reach of
+    // small sizes.
     let mut small_tiles = Sorter::new(context(), &SorterDesc { max_tile: Some(16), ..SorterDesc::default() })
         .expect("a sorter with tiles of 16");
     // 16 * 512 + 5 ends in a window with a partial lower tile and none above, 16 * 300 + 21 in one
@@ -558,7 +559,7 @@ fn invalid_options_are_errors() {
         SorterDesc { max_tile: Some(1), ..SorterDesc::default() },
         SorterDesc { max_workgroups_per_dispatch: Some(0), ..SorterDesc::default() },
         SorterDesc { max_fused_substages: Some(0), ..SorterDesc::default() },
-        SorterDesc { max_fused_substages: Some(6), ..SorterDesc::default() },
+        SorterDesc { max_fused_substages: Some(7), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}
