@@ -401,6 +401,135 @@ void first_stages(uint g, uint stages) {
     }
 }
 
+// Chunks that span a stage boundary (the tile sort, with FUSED 4 or 5). A chunk may run the last
+// `a` half-cleaners of stage k (strides 2^(a-1) .. 1), the flip of stage k+1 and its first `h`
+// half-cleaners (strides 2^(k-1) .. 2^(k-h)), a + 1 + h = FUSED substages in all, on groups closed
+// under all of them: a group is rep ^ span{2^0 .. 2^(a-1), M, 2^(k-h) .. 2^(k-1)} with M =
+// 2^(k+1) - 1 the flip's mirror mask, and rep zero in bits 0..a-1, k-h..k. Slot bits 0..a-1 are
+// the tail bits, slot bit a says whether M is applied, slot bits a+1..a+h the head bits. Since M
+// sets every tail and head bit, an element's bit there is the slot's bit XOR the M bit: the
+// lower element of a half-cleaner's pair is the slot with that bit equal to the M bit; the flip's
+// lower element is the slot without M (its bit k is rep's, 0). One chunk and one barrier instead
+// of the two a stage boundary otherwise costs: at tiles of 8192, 17 chunks after stage 4 instead
+// of 20.
+uint cross_element(uint rep, uint s, uint k, uint a, uint h) {
+    uint i = rep | (s & ((1u << a) - 1u)) | (((s >> (a + 1u)) & ((1u << h) - 1u)) << (k - h));
+    return ((s >> a) & 1u) != 0u ? i ^ ((2u << k) - 1u) : i;
+}
+
+// One half-cleaner substage of a cross chunk on the slot bit p (a literal at every call site).
+void cross_half_cleaner(uint m, uint a, uint p) {
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        if ((s & (1u << p)) == 0u) {
+            if (((s >> a) & 1u) == 0u) {
+                exchange(s, s | (1u << p));
+            } else {
+                exchange(s | (1u << p), s);
+            }
+        }
+    }
+}
+
+// Group g of a cross chunk from stage k to k+1 (a and h literals at every call site).
+void cross_group(uint g, uint k, uint a, uint h) {
+    uint m = a + 1u + h;
+    uint free_low = k - h - a;
+    uint rep = ((g & ((1u << free_low) - 1u)) << a) | ((g >> free_low) << (k + 1u));
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        uint e = swizzle(cross_element(rep, s, k, a, h));
+        r_key[s] = s_keys[e];
+#ifdef PAIRS
+        r_value[s] = s_values[e];
+#endif
+    }
+    // Stage k's last half-cleaners, strides 2^(a-1) .. 1.
+    [[unroll]] for (uint p = a; p > 0u; p--) {
+        cross_half_cleaner(m, a, p - 1u);
+    }
+    // Stage k+1's flip: each slot without M against its mirror, the one with M.
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        if ((s & (1u << a)) == 0u) {
+            exchange(s, s | (1u << a));
+        }
+    }
+    // Stage k+1's first half-cleaners, strides 2^(k-1) .. 2^(k-h).
+    [[unroll]] for (uint q = h; q > 0u; q--) {
+        cross_half_cleaner(m, a, a + q);
+    }
+    [[unroll]] for (uint s = 0u; s < (1u << m); s++) {
+        uint e = swizzle(cross_element(rep, s, k, a, h));
+        s_keys[e] = r_key[s];
+#ifdef PAIRS
+        s_values[e] = r_value[s];
+#endif
+    }
+}
+
+void cross_chunk(uint k, uint a, uint h) {
+    for (uint g = gl_LocalInvocationID.x; g < (TILE >> (a + 1u + h)); g += WG_SIZE) {
+        cross_group(g, k, a, h);
+    }
+    barrier();
+}
+
+// A cross chunk of FUSED substages with a tail of `a`, a and h turned into literals.
+void cross_chunk_any(uint k, uint a) {
+    if (FUSED == 5u) {
+        if (a == 4u) {
+            cross_chunk(k, 4u, 0u);
+        } else if (a == 3u) {
+            cross_chunk(k, 3u, 1u);
+        } else if (a == 2u) {
+            cross_chunk(k, 2u, 2u);
+        } else {
+            cross_chunk(k, 1u, 3u);
+        }
+    } else {
+        if (a == 3u) {
+            cross_chunk(k, 3u, 0u);
+        } else if (a == 2u) {
+            cross_chunk(k, 2u, 1u);
+        } else {
+            cross_chunk(k, 1u, 2u);
+        }
+    }
+}
+
+// Stages `first` .. `last` of the tile sort (first >= 5, FUSED 4 or 5) as one run of substages
+// cut into chunks of FUSED (the last one shorter), a chunk crossing a stage boundary where it
+// falls on one.
+void chained_stages(uint first, uint last) {
+    uint k = first;
+    // Substages of stage k already run: 0 = none (the next is the flip), o >= 1: the next is the
+    // half-cleaner of stride 2^(k-1-o).
+    uint o = 0u;
+    uint left = 0u;
+    for (uint j = first; j <= last; j++) {
+        left += j;
+    }
+    while (left > 0u) {
+        uint m = min(FUSED, left);
+        if (o + m <= k) {
+            if (o == 0u) {
+                chunk_any(1u << (k - m), m, true);
+            } else {
+                chunk_any(1u << (k - o - m), m, false);
+            }
+            o += m;
+            if (o == k) {
+                k++;
+                o = 0u;
+            }
+        } else {
+            uint a = k - o;
+            cross_chunk_any(k, a);
+            o = m - a;
+            k++;
+        }
+        left -= m;
+    }
+}
+
 // `count` consecutive substages of one stage, strides top .. top >> (count-1), the first the
 // stage's flip when `flip`; in the fewest chunks of up to FUSED substages, balanced (13 substages
 // run as 4+3+3+3 with FUSED 4, 5+4+4 with 5: a chunk of one substage would loop over twice the

@@ -24,8 +24,14 @@ void main() {
         barrier();
         stage = stages + 1u;
     }
-    for (; stage <= pc.log_block; stage++) {
-        substages(1u << (stage - 1u), stage, true);
+    if (TILE >= 16u && FUSED >= 4u) {
+        if (stage <= pc.log_block) {
+            chained_stages(stage, pc.log_block);
+        }
+    } else {
+        for (; stage <= pc.log_block; stage++) {
+            substages(1u << (stage - 1u), stage, true);
+        }
     }
     store_tile(base);
 }
