@@ -516,10 +516,8 @@ void chained_stages(uint first, uint last) {
     // Substages of stage k already run: 0 = none (the next is the flip), o >= 1: the next is the
     // half-cleaner of stride 2^(k-1-o).
     uint o = 0u;
-    uint left = 0u;
-    for (uint j = first; j <= last; j++) {
-        left += j;
-    }
+    // Substages left: stage j has j of them.
+    uint left = (first + last) * (last - first + 1u) / 2u;
     while (left > 0u) {
         uint m = min(FUSED, left);
         if (o + m <= k) {

@@ -12,24 +12,21 @@ void main() {
         return;
     }
     load_tile(base);
-    uint stage = 1u;
-    // Stages 1..4 in registers, 16 consecutive elements per invocation, one barrier for all four
-    // (tiles of 16 elements or more, with full fusion; smaller tiles, for tests, and the unfused
-    // builds of the barrier study take the general path).
+    // Stages 1..4 in registers, 16 consecutive elements per invocation, one barrier for all four,
+    // then the later stages in chunks that may span a stage boundary (tiles of 16 elements or
+    // more, with full fusion; smaller tiles, for tests, and the unfused builds of the barrier
+    // study take the general path, one stage after another).
     if (TILE >= 16u && FUSED >= 4u) {
         uint stages = min(pc.log_block, 4u);
         for (uint g = gl_LocalInvocationID.x; g < TILE / 16u; g += WG_SIZE) {
             first_stages(g, stages);
         }
         barrier();
-        stage = stages + 1u;
-    }
-    if (TILE >= 16u && FUSED >= 4u) {
-        if (stage <= pc.log_block) {
-            chained_stages(stage, pc.log_block);
+        if (stages < pc.log_block) {
+            chained_stages(stages + 1u, pc.log_block);
         }
     } else {
-        for (; stage <= pc.log_block; stage++) {
+        for (uint stage = 1u; stage <= pc.log_block; stage++) {
             substages(1u << (stage - 1u), stage, true);
         }
     }

@@ -5,7 +5,7 @@ use ash::vk;
 
 use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
-use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED};
+use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
 use crate::shaders::{spirv, Build, KeyWidth, Payload};
 
@@ -61,13 +61,13 @@ pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry) -> u3
 }
 
 /// Substages fused per global pass by default: [`MAX_FUSED`] (6, groups of 64 elements) for 4-byte
-/// keys alone, 5 otherwise (64 keys and 64 values, or 64 8-byte keys, would not fit in the
-/// registers).
+/// keys alone, [`MAX_FUSED_NARROW`] (5) otherwise (64 keys and 64 values, or 64 8-byte keys,
+/// would not fit in the registers).
 pub fn default_fused(payload: Payload, width: KeyWidth) -> u32 {
     if payload == Payload::Keys && width == KeyWidth::Bits32 {
         MAX_FUSED
     } else {
-        5
+        MAX_FUSED_NARROW
     }
 }
 

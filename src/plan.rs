@@ -90,6 +90,10 @@ pub const WINDOW_MIN_TILES: u32 = 256;
 /// pairs took 1.90 against 1.96 ms and with 4096, 2^24 pairs 3.92 against 4.18 ms.
 pub const WINDOW2_MIN_TILES: u32 = 2048;
 
+/// The most substages per global pass of every build but 4-byte keys alone, and of those in sorts
+/// of fewer than [`FUSED6_MIN_TILES`] tiles (groups of 32 elements).
+pub const MAX_FUSED_NARROW: u32 = 5;
+
 /// Sorts of fewer tiles than this fuse at most 5 substages per global pass even where the geometry
 /// allows 6. A 6-substage pass has one invocation per 64 elements. On the H100 (4-byte keys in
 /// tiles of 8192, `bench --max-fused 5` against 6, twice each): at 2^20 keys (128 tiles) its 16384
@@ -273,7 +277,7 @@ fn window_log2(tiles: u32, left: u32, fused: u32) -> u32 {
 /// 6 only from [`FUSED6_MIN_TILES`] tiles.
 fn fused_for(tiles: u32, fused: u32) -> u32 {
     if tiles < FUSED6_MIN_TILES {
-        fused.min(5)
+        fused.min(MAX_FUSED_NARROW)
     } else {
         fused
     }
