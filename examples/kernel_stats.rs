@@ -33,12 +33,19 @@ struct Args {
     /// Cap of the elements per tile.
     #[arg(long)]
     max_tile: Option<u32>,
+    /// Substages per local chunk (1..=5; default: the sorter's).
+    #[arg(long)]
+    local_chunk: Option<u32>,
 }
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let options =
-        KernelOptions { max_tile: args.max_tile, max_fused: args.max_fused, local_workgroup_size: args.local_wg };
+    let options = KernelOptions {
+        max_tile: args.max_tile,
+        max_fused: args.max_fused,
+        local_workgroup_size: args.local_wg,
+        local_chunk: args.local_chunk,
+    };
     // SAFETY: loads the system's Vulkan loader; `entry` outlives every object made from it.
     let entry = unsafe { ash::Entry::load() }.context("no Vulkan loader")?;
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
@@ -110,7 +117,7 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
     'builds: for width in [KeyWidth::Bits32, KeyWidth::Bits64] {
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
-            let chunk = local_chunk(payload, width, &geometry);
+            let chunk = local_chunk(payload, width, &geometry, options.local_chunk);
             let mut kernels = vec![
                 (PassKind::TileSort, [local_wg, geometry.tile(), chunk, 0], "tile_sort".to_string()),
                 (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 0], "local_merge".to_string()),

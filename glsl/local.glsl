@@ -375,22 +375,24 @@ void chunk_any(uint low, uint m, bool flip) {
     }
 }
 
-// Stages 1..`stages` (at most 4: blocks of 2 to 16 elements) on the 16 consecutive elements of
-// group g, all in registers: every comparator of those stages stays inside an aligned group of
-// 16, so they need one trip through shared memory and one barrier instead of one per stage.
-void first_stages(uint g, uint stages) {
-    uint first = g * 16u;
-    [[unroll]] for (uint s = 0u; s < 16u; s++) {
+// Stages 1..`stages` (at most c, a literal at every call site: 2 to 4) on the 2^c consecutive
+// elements of group g, all in registers: every comparator of those stages stays inside an aligned
+// group of 2^c, so they need one trip through shared memory and one barrier instead of one per
+// stage.
+void first_stages(uint g, uint c, uint stages) {
+    uint size = 1u << c;
+    uint first = g * size;
+    [[unroll]] for (uint s = 0u; s < size; s++) {
         r_key[s] = s_keys[swizzle(first + s)];
 #ifdef PAIRS
         r_value[s] = s_values[swizzle(first + s)];
 #endif
     }
-    [[unroll]] for (uint k = 1u; k <= 4u; k++) {
+    [[unroll]] for (uint k = 1u; k <= c; k++) {
         if (k <= stages) {
             // The flip: slot s against its mirror in its block of 2^k.
             uint half_block = 1u << (k - 1u);
-            [[unroll]] for (uint s = 0u; s < 16u; s++) {
+            [[unroll]] for (uint s = 0u; s < size; s++) {
                 if ((s & half_block) == 0u) {
                     exchange(s, s ^ (2u * half_block - 1u));
                 }
@@ -398,7 +400,7 @@ void first_stages(uint g, uint stages) {
             // Half-cleaners, strides 2^(k-2) .. 1.
             [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
                 uint stride = 1u << (j - 1u);
-                [[unroll]] for (uint s = 0u; s < 16u; s++) {
+                [[unroll]] for (uint s = 0u; s < size; s++) {
                     if ((s & stride) == 0u) {
                         exchange(s, s | stride);
                     }
@@ -406,7 +408,7 @@ void first_stages(uint g, uint stages) {
             }
         }
     }
-    [[unroll]] for (uint s = 0u; s < 16u; s++) {
+    [[unroll]] for (uint s = 0u; s < size; s++) {
         s_keys[swizzle(first + s)] = r_key[s];
 #ifdef PAIRS
         s_values[swizzle(first + s)] = r_value[s];
@@ -414,7 +416,25 @@ void first_stages(uint g, uint stages) {
     }
 }
 
-// Chunks that span a stage boundary (the tile sort, with FUSED 4 or 5). A chunk may run the last
+// The first stages of the tile sort, up to min(FUSED, 4) (c of first_stages, a literal on each
+// branch), then one barrier. Returns how many ran.
+uint register_stages(uint last) {
+    uint c = FUSED < 4u ? FUSED : 4u;
+    uint stages = min(last, c);
+    for (uint g = gl_LocalInvocationID.x; g < (TILE >> c); g += WG_SIZE) {
+        if (c == 4u) {
+            first_stages(g, 4u, stages);
+        } else if (c == 3u) {
+            first_stages(g, 3u, stages);
+        } else {
+            first_stages(g, 2u, stages);
+        }
+    }
+    barrier();
+    return stages;
+}
+
+// Chunks that span a stage boundary (the tile sort, with FUSED 2 to 5). A chunk may run the last
 // `a` half-cleaners of stage k (strides 2^(a-1) .. 1), the flip of stage k+1 and its first `h`
 // half-cleaners (strides 2^(k-1) .. 2^(k-h)), a + 1 + h = FUSED substages in all, on groups closed
 // under all of them: a group is rep ^ span{2^0 .. 2^(a-1), M, 2^(k-h) .. 2^(k-1)} with M =
@@ -423,8 +443,8 @@ void first_stages(uint g, uint stages) {
 // sets every tail and head bit, an element's bit there is the slot's bit XOR the M bit: the
 // lower element of a half-cleaner's pair is the slot with that bit equal to the M bit; the flip's
 // lower element is the slot without M (its bit k is rep's, 0). One chunk and one barrier instead
-// of the two a stage boundary otherwise costs: at tiles of 8192, 17 chunks after stage 4 instead
-// of 20.
+// of the two a stage boundary otherwise costs: at tiles of 8192 and FUSED 5, 17 chunks after
+// stage 4 instead of 20.
 uint cross_element(uint rep, uint s, uint k, uint a, uint h) {
     uint i = rep | (s & ((1u << a) - 1u)) | (((s >> (a + 1u)) & ((1u << h) - 1u)) << (k - h));
     return ((s >> a) & 1u) != 0u ? i ^ ((2u << k) - 1u) : i;
@@ -497,7 +517,7 @@ void cross_chunk_any(uint k, uint a) {
         } else {
             cross_chunk(k, 1u, 3u);
         }
-    } else {
+    } else if (FUSED == 4u) {
         if (a == 3u) {
             cross_chunk(k, 3u, 0u);
         } else if (a == 2u) {
@@ -505,12 +525,18 @@ void cross_chunk_any(uint k, uint a) {
         } else {
             cross_chunk(k, 1u, 2u);
         }
+    } else if (FUSED == 3u) {
+        // The chain starts at stage 4 (after three register stages), where every crossing has a
+        // tail of one.
+        cross_chunk(k, 1u, 1u);
+    } else {
+        cross_chunk(k, 1u, 0u);
     }
 }
 
-// Stages `first` .. `last` of the tile sort (first >= 5, FUSED 4 or 5) as one run of substages
-// cut into chunks of FUSED (the last one shorter), a chunk crossing a stage boundary where it
-// falls on one.
+// Stages `first` .. `last` of the tile sort (FUSED 2 to 5, `first` after the register stages) as
+// one run of substages cut into chunks of FUSED (the last one shorter), a chunk crossing a stage
+// boundary where it falls on one.
 void chained_stages(uint first, uint last) {
     uint k = first;
     // Substages of stage k already run: 0 = none (the next is the flip), o >= 1: the next is the

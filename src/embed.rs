@@ -40,7 +40,7 @@ use ash::vk;
 use crate::context::{describe, DeviceInfo};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, KeyWidth, Order, SortKey};
-use crate::pipelines::{geometry_for, KernelOptions, Kernels, Layouts};
+use crate::pipelines::{geometry_for, local_chunk, KernelOptions, Kernels, Layouts};
 use crate::plan::{Geometry, Plan};
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::{Build, Payload, Variant};
@@ -104,6 +104,8 @@ pub struct RecorderDesc {
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels; see [`crate::SorterDesc`].
     pub local_workgroup_size: Option<u32>,
+    /// Substages per shared-memory chunk of the local kernels; see [`crate::SorterDesc`].
+    pub local_chunk_substages: Option<u32>,
 }
 
 impl Default for RecorderDesc {
@@ -114,6 +116,7 @@ impl Default for RecorderDesc {
             max_tile: None,
             max_fused_substages: None,
             local_workgroup_size: None,
+            local_chunk_substages: None,
         }
     }
 }
@@ -208,6 +211,7 @@ impl SortRecorder {
             max_tile: desc.max_tile,
             max_fused: desc.max_fused_substages,
             local_workgroup_size: desc.local_workgroup_size,
+            local_chunk: desc.local_chunk_substages,
         };
         // Validate the options before creating anything.
         geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
@@ -379,7 +383,8 @@ impl SortRecorder {
     fn kernels_for_capacity(&mut self, build: Build, capacity: u32) -> Result<usize> {
         let options = self.sized_options(capacity);
         let (geometry, _) = geometry_for(&self.info.limits, build.payload, build.width, options)?;
-        let found = self.kernels.iter().position(|k| k.build == build && k.geometry == geometry);
+        let chunk = local_chunk(build.payload, build.width, &geometry, options.local_chunk);
+        let found = self.kernels.iter().position(|k| k.build == build && k.geometry == geometry && k.chunk == chunk);
         let index = match found {
             Some(i) => i,
             None => {
@@ -391,11 +396,14 @@ impl SortRecorder {
         Ok(index)
     }
 
-    /// Tiles sized for the capacity, as the standalone sorter sizes them for n.
+    /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n.
     fn sized_options(&self, capacity: u32) -> KernelOptions {
         let mut options = self.options;
         let by_size = crate::sorter::tile_for(capacity as usize);
         options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
+        if options.local_chunk.is_none() {
+            options.local_chunk = crate::sorter::chunk_for(capacity as usize, options.max_fused);
+        }
         options
     }
 

@@ -54,8 +54,13 @@ fn prev_power_of_two(x: u32) -> u32 {
 /// 512): 2^20 keys 0.123 -> 0.115 ms and 2^24 keys 2.350 -> 2.175 ms, the tile sort 349 -> 302 us
 /// and each local merge 99 -> 88 us at 2^24; but 2^20 pairs 0.204 -> 0.214 ms, 2^24 pairs 4.56 ->
 /// 4.69 ms, and 2^10 keys (a tile of 1024) 12.9 -> 15.5 us; 2^16 keys (tiles of 2048) even.
-/// 32 slots took the keys' tile sort to 101 registers (67 with 16).
-pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry) -> u32 {
+/// 32 slots took the keys' tile sort to 101 registers (67 with 16). `requested` (validated by
+/// [`geometry_for`]) replaces the default; the sorter and the recorder ask for 3 in sorts of up
+/// to 2^13 elements.
+pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry, requested: Option<u32>) -> u32 {
+    if let Some(chunk) = requested {
+        return chunk;
+    }
     let wide = payload == Payload::Keys && width == KeyWidth::Bits32 && geometry.tile() >= 8192;
     geometry.fused.min(if wide { MAX_CHUNK } else { 4 })
 }
@@ -83,6 +88,9 @@ pub struct KernelOptions {
     /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
     /// keys); a power of two, capped by the device.
     pub local_workgroup_size: Option<u32>,
+    /// Substages per shared-memory chunk of the local kernels (1..=5) instead of [`local_chunk`]'s
+    /// default, whatever `max_fused` says. A tuning knob for `bench`.
+    pub local_chunk: Option<u32>,
 }
 
 /// The tile and workgroup sizes for a payload and key width on a device: the largest
@@ -117,6 +125,15 @@ pub fn geometry_for(
         Some(f) => f,
         None => default_fused(payload, width),
     };
+    if let Some(chunk) = options.local_chunk {
+        if !(1..=MAX_CHUNK).contains(&chunk) {
+            return Err(Error::InvalidOption {
+                name: "local_chunk",
+                value: chunk.to_string(),
+                reason: "must be 1 to 5",
+            });
+        }
+    }
     let invocations =
         prev_power_of_two(limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size_x));
     if tile < 2 || invocations == 0 {
@@ -208,7 +225,8 @@ pub(crate) struct Kernels {
     local_merge_window: [vk::Pipeline; 2],
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
-    /// What the kernels move: keys alone or pairs.
+    /// Substages per shared-memory chunk of the local kernels ([`local_chunk`]).
+    pub chunk: u32,
     /// Their build: payload, key width and variant.
     pub build: Build,
 }
@@ -224,6 +242,7 @@ impl Kernels {
     ) -> Result<Kernels> {
         let Build { payload, width, variant } = build;
         let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
+        let chunk = local_chunk(payload, width, &geometry, options.local_chunk);
         let mut kernels = Kernels {
             device: device.clone(),
             tile_sort: vk::Pipeline::null(),
@@ -231,13 +250,14 @@ impl Kernels {
             local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
+            chunk,
             build,
         };
         let layout = layouts.pipeline_layout;
         // Specialization constants: 0 = WG_SIZE, 1 = TILE, 2 = FUSED (substages per group: at most
         // per chunk in the local kernels, exactly per pass in global_merge), 3 = WINDOW
         // (local_merge only: windows of 2^WINDOW tiles).
-        let local = [local_wg, geometry.tile(), local_chunk(payload, width, &geometry), 0];
+        let local = [local_wg, geometry.tile(), chunk, 0];
         kernels.tile_sort =
             create_pipeline(device, layout, cache, spirv(PassKind::TileSort, payload, width, variant), &local)?;
         let merge = spirv(PassKind::LocalMerge, payload, width, variant);

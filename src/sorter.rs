@@ -29,13 +29,16 @@ pub struct SorterDesc {
     /// Caps the substages fused in registers per global pass (1..=6; by default 6 for 4-byte keys
     /// alone, which take 6 only in sorts of at least `plan::FUSED6_MIN_TILES` tiles, else 5) and per
     /// shared-memory chunk of the local kernels (whatever the cap, at most 5 for 4-byte keys alone
-    /// in tiles of 8192 or more, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
+    /// in tiles of 8192 or more, 3 in sorts of up to 2^13 elements, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
     /// sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
     /// the tile (half of a tile of 1024 or less), at most 512 with 4-byte keys and 1024 with
     /// 8-byte keys, capped by the device. A tuning knob for `bench`.
     pub local_workgroup_size: Option<u32>,
+    /// Substages per shared-memory chunk of the local kernels (1..=5) instead of the default (see
+    /// `max_fused_substages`), whatever `max_fused_substages` says. A tuning knob for `bench`.
+    pub local_chunk_substages: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -56,6 +59,7 @@ impl SorterDesc {
             max_tile: self.max_tile,
             max_fused: self.max_fused_substages,
             local_workgroup_size: self.local_workgroup_size,
+            local_chunk: self.local_chunk_substages,
         }
     }
 }
@@ -74,6 +78,16 @@ const SMALLEST_SIZED_TILE: u32 = 2048;
 /// sorts get this one size rather than n rounded up to a power of two (which compiled up to ten
 /// sets for the sizes below 1024, and grew the soak test's memory as new sizes came).
 const SMALL_SORT_TILE: u32 = 1024;
+
+/// Substages per local chunk in sorts of up to [`SMALL_CHUNK_SORT`] elements (the default is 4, or
+/// 5 for 4-byte keys alone in tiles of 8192): with 512 invocations, a tile of 1024 or 2048 runs
+/// chunks of 3 on 128 or 256 of them where chunks of 4 keep only 64 or 128 busy. On the H100
+/// (`bench --local-chunk 3` against the default, two runs each): 2^10 keys 12.3 -> 10.8 us, pairs
+/// 16.3 -> 13.6 us; 2^11 keys 13.5 -> 13.0 us, pairs 18.1 -> 16.6 us; 2^13 keys 27.7 -> 27.0 us,
+/// pairs 33.5 -> 32.5 us; 2^14 and 2^15 even; but 2^16 (32 tiles of 2048) 45.7 -> 47.8 us.
+const SMALL_SORT_CHUNK: u32 = 3;
+/// The largest sort that takes [`SMALL_SORT_CHUNK`]: 2^13, four tiles of 2048.
+const SMALL_CHUNK_SORT: usize = 1 << 13;
 
 /// What one sort did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -289,6 +303,7 @@ impl Sorter {
             max_tile: options.max_tile,
             max_fused_substages: options.max_fused,
             local_workgroup_size: options.local_workgroup_size,
+            local_chunk_substages: options.local_chunk,
         };
         // Validates the tile options before anything else is created.
         let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
@@ -1131,6 +1146,13 @@ pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize, width: KeyW
     }
 }
 
+/// The local chunk of a sort of n elements, where it is not the default of
+/// [`crate::pipelines::local_chunk`]: [`SMALL_SORT_CHUNK`] substages (never more than
+/// `max_fused`) for sorts of up to [`SMALL_CHUNK_SORT`] elements.
+pub(crate) fn chunk_for(n: usize, max_fused: Option<u32>) -> Option<u32> {
+    (n <= SMALL_CHUNK_SORT).then(|| SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK)))
+}
+
 /// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above
 /// it), but small enough that there are at least [`TILES_WANTED`] tiles, down to
 /// [`SMALLEST_SIZED_TILE`]; sorts of at most [`SMALL_SORT_TILE`] elements get that tile instead.
@@ -1211,7 +1233,18 @@ impl Drop for Sorter {
 
 #[cfg(test)]
 mod tests {
-    use super::tile_for;
+    use super::{chunk_for, tile_for};
+
+    #[test]
+    fn sorts_of_up_to_2e13_take_chunks_of_three_never_above_the_fusion_cap() {
+        assert_eq!(chunk_for(2, None), Some(3));
+        assert_eq!(chunk_for(1 << 13, None), Some(3));
+        assert_eq!(chunk_for((1 << 13) + 1, None), None);
+        assert_eq!(chunk_for(1 << 16, None), None);
+        assert_eq!(chunk_for(1000, Some(2)), Some(2));
+        assert_eq!(chunk_for(1000, Some(1)), Some(1));
+        assert_eq!(chunk_for(1000, Some(6)), Some(3));
+    }
 
     #[test]
     fn tiles_are_sized_to_the_sort() {

@@ -51,6 +51,11 @@ pub struct PassesArgs {
     /// keys).
     #[arg(long, value_name = "N")]
     local_wg: Option<u32>,
+    /// Substages per shared-memory chunk of the local kernels (1 to 5; default 5 for u32/i32/f32
+    /// keys alone in tiles of 8192 or more, 3 in sorts of up to 2^13 elements, else 4, never more
+    /// than --max-fused).
+    #[arg(long, value_name = "N")]
+    local_chunk: Option<u32>,
     /// Run every strategy (each barrier flavour, a submit per pass, unfused) and the empty-dispatch
     /// chains, and print a summary; the per-pass table is the one --sync/--barrier choose. It runs
     /// fused and unfused itself, so it takes no --max-fused.
@@ -169,6 +174,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
         max_tile: args.max_tile,
         max_fused_substages: args.max_fused,
         local_workgroup_size: args.local_wg,
+        local_chunk_substages: args.local_chunk,
         ..SorterDesc::default()
     };
     let mut sorter = Sorter::new(&ctx, &desc)?;
