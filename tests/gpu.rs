@@ -560,6 +560,8 @@ fn invalid_options_are_errors() {
         SorterDesc { max_workgroups_per_dispatch: Some(0), ..SorterDesc::default() },
         SorterDesc { max_fused_substages: Some(0), ..SorterDesc::default() },
         SorterDesc { max_fused_substages: Some(7), ..SorterDesc::default() },
+        SorterDesc { local_chunk_substages: Some(0), ..SorterDesc::default() },
+        SorterDesc { local_chunk_substages: Some(6), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}
