@@ -416,10 +416,13 @@ void first_stages(uint g, uint c, uint stages) {
     }
 }
 
-// The first stages of the tile sort, up to min(FUSED, 4) (c of first_stages, a literal on each
+// Stages the tile sort runs at once in registers: min(FUSED, 4), groups of 2^REGISTER_STAGES.
+const uint REGISTER_STAGES = FUSED < 4u ? FUSED : 4u;
+
+// The first stages of the tile sort, up to REGISTER_STAGES (c of first_stages, a literal on each
 // branch), then one barrier. Returns how many ran.
 uint register_stages(uint last) {
-    uint c = FUSED < 4u ? FUSED : 4u;
+    const uint c = REGISTER_STAGES;
     uint stages = min(last, c);
     for (uint g = gl_LocalInvocationID.x; g < (TILE >> c); g += WG_SIZE) {
         if (c == 4u) {

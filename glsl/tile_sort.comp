@@ -2,7 +2,7 @@
 // tile_sort: the first pass of every sort. Each workgroup sorts its tile of TILE elements
 // completely in shared memory: stages 1..log_block (block sizes 2..2^log_block), each a flip
 // substage followed by half-cleaner substages, fused up to FUSED at a time in registers (stages
-// 1..min(FUSED, 4) all at once: register_stages), all ascending by order image.
+// 1..REGISTER_STAGES all at once: register_stages), all ascending by order image.
 // Push constants used: n, log_block (0..=log2 TILE), group_offset, flags.
 #include "local.glsl"
 
@@ -12,11 +12,11 @@ void main() {
         return;
     }
     load_tile(base);
-    // Stages 1..min(FUSED, 4) in registers, 2^min(FUSED, 4) consecutive elements per invocation,
-    // one barrier for all of them, then the later stages in chunks that may span a stage boundary
-    // (tiles of at least that group, with FUSED 2 or more; smaller tiles, for tests, and the
-    // unfused builds of the barrier study take the general path, one stage after another).
-    if (FUSED >= 2u && TILE >= (1u << (FUSED < 4u ? FUSED : 4u))) {
+    // Stages 1..REGISTER_STAGES in registers, 2^REGISTER_STAGES consecutive elements per
+    // invocation, one barrier for all of them, then the later stages in chunks that may span a
+    // stage boundary (tiles of at least that group, with FUSED 2 or more; smaller tiles, for tests,
+    // and the unfused builds of the barrier study take the general path, one stage after another).
+    if (FUSED >= 2u && TILE >= (1u << REGISTER_STAGES)) {
         uint stages = register_stages(pc.log_block);
         if (stages < pc.log_block) {
             chained_stages(stages + 1u, pc.log_block);

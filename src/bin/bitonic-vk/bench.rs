@@ -61,7 +61,8 @@ pub struct BenchArgs {
     max_tile: Option<u32>,
     /// Cap the substages fused in registers per global pass (1 to 6; by default 6 for u32/i32/f32
     /// keys alone from 2048 tiles, else 5) and per local chunk (at most 5 for u32/i32/f32 keys alone
-    /// in tiles of 8192, 3 in sorts of up to 2^13 elements, else 4); 1 is one substage per global pass, as NVIDIA's CUDA sample does.
+    /// in tiles of 8192, 3 in sorts of up to 2^13 elements, else 4); 1 is one substage per global
+    /// pass, as NVIDIA's CUDA sample does.
     #[arg(long, value_name = "N")]
     max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
