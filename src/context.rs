@@ -149,6 +149,9 @@ pub struct DeviceLimits {
     pub timestamp_valid_bits: u32,
     /// minStorageBufferOffsetAlignment: where a bound buffer region may start.
     pub min_storage_buffer_offset_alignment: u64,
+    /// Streaming multiprocessors, where the device reports them (`VK_NV_shader_sm_builtins`'
+    /// shaderSMCount); 0 where it does not. Sizes the persistent local merges.
+    pub multiprocessors: u32,
 }
 
 /// A Vulkan device as the loader reports it.
@@ -331,14 +334,22 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut sm_builtins = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    // SAFETY: `pd` was enumerated from this live instance.
+    let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    let has = |name: &std::ffi::CStr| extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
     let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
     if props.api_version >= vk::API_VERSION_1_1 {
         let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
         if props.api_version >= vk::API_VERSION_1_2 {
             props2 = props2.push_next(&mut driver);
         }
+        if has(ash::nv::shader_sm_builtins::NAME) {
+            props2 = props2.push_next(&mut sm_builtins);
+        }
         // SAFETY: the device supports Vulkan 1.1, where vkGetPhysicalDeviceProperties2 and both
-        // chained structures are core (driver properties: 1.2, chained only then).
+        // chained structures are core (driver properties: 1.2, chained only then); the SM
+        // builtins' structure is chained only where the device offers its extension.
         unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
         subgroup_size = subgroup.subgroup_size;
         max_alloc = maintenance3.max_memory_allocation_size;
@@ -359,10 +370,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
         .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
         .collect();
     let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
-    // SAFETY: as above.
-    let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
-    let synchronization2 =
-        extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == ash::khr::synchronization2::NAME));
+    let synchronization2 = has(ash::khr::synchronization2::NAME);
     // SAFETY: as above.
     let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
     let device_local_memory = memory
@@ -393,6 +401,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
             timestamp_period: l.timestamp_period,
             timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
             min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
+            multiprocessors: sm_builtins.shader_sm_count,
         },
         synchronization2,
         device_local_memory,
