@@ -32,9 +32,14 @@ bool key_greater(uint a, uint b) {
 }
 #endif
 
-layout(std430, set = 0, binding = 0) buffer Keys { KEY keys[]; };
+// A kernel may define ELEMENT_QUALIFIER (as local_merge.comp does: volatile) before it includes
+// this file, to qualify the key and value buffers.
+#ifndef ELEMENT_QUALIFIER
+#define ELEMENT_QUALIFIER
+#endif
+layout(std430, set = 0, binding = 0) ELEMENT_QUALIFIER buffer Keys { KEY keys[]; };
 #ifdef PAIRS
-layout(std430, set = 0, binding = 1) buffer Values { uint values[]; };
+layout(std430, set = 0, binding = 1) ELEMENT_QUALIFIER buffer Values { uint values[]; };
 #endif
 #ifdef GPU_COUNT
 // The element count written by an earlier pass on the GPU (the GPU_COUNT variants).

@@ -106,6 +106,8 @@ pub struct RecorderDesc {
     pub local_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels; see [`crate::SorterDesc`].
     pub local_chunk_substages: Option<u32>,
+    /// The most workgroups of a local merge; see [`crate::SorterDesc`].
+    pub merge_workgroups: Option<u32>,
 }
 
 impl Default for RecorderDesc {
@@ -117,6 +119,7 @@ impl Default for RecorderDesc {
             max_fused_substages: None,
             local_workgroup_size: None,
             local_chunk_substages: None,
+            merge_workgroups: None,
         }
     }
 }
@@ -176,6 +179,8 @@ pub struct SortRecorder {
     pool: vk::DescriptorPool,
     bindings_left: u32,
     options: KernelOptions,
+    /// The most workgroups of a local merge without windows (`Plan::persistent_merges`).
+    merge_groups: u32,
     cache: vk::PipelineCache,
     id: u64,
 }
@@ -227,7 +232,10 @@ impl SortRecorder {
         // SAFETY: `device` is live and the info complete.
         let pool =
             unsafe { device.create_descriptor_pool(&info_pool, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
+        // One workgroup per multiprocessor where the device says how many it has.
+        let merge_groups = desc.merge_workgroups.unwrap_or(info.limits.multiprocessors);
         Ok(SortRecorder {
+            merge_groups,
             kernels: Vec::new(),
             layouts,
             device: device.clone(),
@@ -523,7 +531,12 @@ impl SortRecorder {
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let geometry = self.kernels[binding.kernels].geometry;
-        Plan::new(n, geometry, key_flags(kind, order))
+        Ok(Plan::new(n, geometry, key_flags(kind, order))?.persistent_merges(self.merge_groups))
+    }
+
+    /// The most workgroups of a local merge without windows; 0: one tile per workgroup.
+    pub(crate) fn merge_groups(&self) -> u32 {
+        self.merge_groups
     }
 
     /// The layouts every pipeline of this recorder was made with.

@@ -281,6 +281,16 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 }
                 touched.extend(base..n.min(base + span));
             }
+            PassKind::LocalMerge if push.inc > 0 => {
+                // A persistent local merge: workgroup `group` merges tiles group, group + inc, ...
+                let tile = geometry.tile();
+                let mut base = group * tile;
+                while base < n {
+                    half_cleaners(&mut comparators, base, tile, n - base, tile / 2);
+                    touched.extend(base..n.min(base + tile));
+                    base += push.inc * tile;
+                }
+            }
             PassKind::TileSort | PassKind::LocalMerge => {
                 let tile = geometry.tile();
                 let base = group * tile;
@@ -456,6 +466,51 @@ mod tests {
                     let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
                     trace.run(&mut keys, Some(&mut values));
                     check_pairs(KeyKind::U32, Order::Ascending, &input, &keys, &values, &format!("{geometry:?} n={n}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sorts_with_persistent_local_merges() {
+        // Local merges capped at 1 to 5 workgroups, each looping over tiles: every length up to
+        // several tiles (a partial last tile included), windows and split dispatches of 2
+        // workgroups too, no hazard, random keys and pairs sorted.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x9e25);
+        for tile_log2 in 1..=3 {
+            let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
+            let tile = geometry.tile();
+            for groups in 1..=5 {
+                for max_groups_per_dispatch in [2, u32::MAX] {
+                    let options = RecordOptions { max_groups_per_dispatch, drop_barrier_before_pass: None };
+                    let mut sizes: Vec<u32> = (0..=9 * tile + 1).collect();
+                    sizes.extend([WINDOW_MIN_TILES * tile - 1, WINDOW_MIN_TILES * tile + 3]);
+                    for n in sizes {
+                        let flags = key_flags(KeyKind::U32, Order::Ascending);
+                        let plan = Plan::new(n, geometry, flags).expect("a valid geometry").persistent_merges(groups);
+                        let tiles = n.div_ceil(tile);
+                        for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge && p.substages == 0) {
+                            assert_eq!(merge.workgroups, tiles.min(groups), "n={n} groups={groups}");
+                            assert_eq!(merge.push.inc, if tiles > groups { groups } else { 0 }, "n={n}");
+                        }
+                        let mut recording = Recording::default();
+                        record_passes(&mut recording, &plan, &options);
+                        let trace = Trace::expand(&recording, n, geometry);
+                        let what = format!("{geometry:?} groups={groups} {options:?} n={n}");
+                        assert_eq!(trace.hazards(), vec![], "{what}");
+                        // No two workgroups of a local merge share an element.
+                        for d in trace.dispatches().filter(|d| d.kind == PassKind::LocalMerge) {
+                            let mut seen = vec![false; n as usize];
+                            for &i in &d.touched {
+                                assert!(!std::mem::replace(&mut seen[i as usize], true), "{what}: {i} twice");
+                            }
+                        }
+                        let input: Vec<u32> =
+                            (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
+                        let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                        trace.run(&mut keys, Some(&mut values));
+                        check_pairs(KeyKind::U32, Order::Ascending, &input, &keys, &values, &what);
+                    }
                 }
             }
         }

@@ -39,6 +39,11 @@ pub struct SorterDesc {
     /// Substages per shared-memory chunk of the local kernels (1..=5) instead of the default (see
     /// `max_fused_substages`), whatever `max_fused_substages` says. A tuning knob for `bench`.
     pub local_chunk_substages: Option<u32>,
+    /// The most workgroups of a local merge without windows. Where a sort has more tiles, each
+    /// workgroup loops over several and loads the next while it merges this one. By default the
+    /// device's multiprocessors where it reports them (`VK_NV_shader_sm_builtins`), else one tile
+    /// per workgroup; `Some(0)` always takes one tile per workgroup. A tuning knob for `bench`.
+    pub merge_workgroups: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -304,6 +309,7 @@ impl Sorter {
             max_fused_substages: options.max_fused,
             local_workgroup_size: options.local_workgroup_size,
             local_chunk_substages: options.local_chunk,
+            merge_workgroups: desc.merge_workgroups,
         };
         // Validates the tile options before anything else is created.
         let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
@@ -390,7 +396,7 @@ impl Sorter {
         self.check_size(n, kind.width())?;
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let geometry = self.recorder.geometry(payload, kind.width(), n as u32)?;
-        Plan::new(n as u32, geometry, key_flags(kind, order))
+        Ok(Plan::new(n as u32, geometry, key_flags(kind, order))?.persistent_merges(self.recorder.merge_groups()))
     }
 
     /// Sorts `keys` in place.

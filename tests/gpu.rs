@@ -425,21 +425,26 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
     // The last two rows take local workgroups other than the default (which depends on the key
     // width): with 1024 invocations a 64-element tile leaves most of them idle (and its windowed
     // local merges, at 40_000 elements, run with fewer elements per window than invocations).
-    for (max_tile, max_groups, max_fused, local_wg) in [
-        (Some(64), Some(3), None, None),
-        (Some(2), None, None, None),
-        (Some(16), Some(1), Some(1), None),
-        (None, Some(2), Some(2), None),
-        (Some(256), None, Some(3), None),
-        (None, None, Some(1), None),
-        (None, None, Some(4), Some(64)),
-        (Some(64), Some(2), None, Some(1024)),
+    // The last column caps the workgroups of the local merges, so that each loops over tiles and
+    // loads the next ahead (lavapipe reports no multiprocessor count, so by default it never
+    // does); with 64 invocations a tile of 8192 does not fit in the registers ahead and is loaded
+    // as it comes.
+    for (max_tile, max_groups, max_fused, local_wg, merge_groups) in [
+        (Some(64), Some(3), None, None, Some(3)),
+        (Some(2), None, None, None, None),
+        (Some(16), Some(1), Some(1), None, Some(2)),
+        (None, Some(2), Some(2), None, Some(1)),
+        (Some(256), None, Some(3), None, None),
+        (None, None, Some(1), None, Some(0)),
+        (None, None, Some(4), Some(64), Some(2)),
+        (Some(64), Some(2), None, Some(1024), Some(5)),
     ] {
         let desc = SorterDesc {
             max_tile,
             max_workgroups_per_dispatch: max_groups,
             max_fused_substages: max_fused,
             local_workgroup_size: local_wg,
+            merge_workgroups: merge_groups,
             ..SorterDesc::default()
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
