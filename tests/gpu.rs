@@ -634,7 +634,12 @@ fn sorters_on_several_threads_share_one_context() {
 fn back_to_back_timed_sorts_leave_a_correct_result() {
     let mut rng = rng("time_repeated");
     let mut sorter = sorter();
-    for (n, pairs) in [(5000usize, false), (40_001, true), (3, true)] {
+    let mut from_transfer =
+        Sorter::new(context(), &SorterDesc { time_from_transfer: true, ..SorterDesc::default() }).expect("sorter");
+    for (n, pairs, transfer) in
+        [(5000usize, false, false), (40_001, true, false), (3, true, false), (40_001, true, true)]
+    {
+        let sorter = if transfer { &mut from_transfer } else { &mut *sorter };
         let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
         let (mut keys, mut values) = (input.clone(), (0..n as u32).collect::<Vec<_>>());
         let times = sorter

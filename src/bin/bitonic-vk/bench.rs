@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::data::{self, BenchKey, Distribution, KeyType};
 use crate::output::{self, Panel, Series};
 use crate::sizes::{parse_sizes, SizeList};
-use crate::{Failure, GpuArgs, OrderArg};
+use crate::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -75,6 +75,17 @@ pub struct BenchArgs {
     /// than --max-fused).
     #[arg(long, value_name = "N")]
     local_chunk: Option<u32>,
+    /// The most workgroups of a local merge, each looping over tiles and loading the next while it
+    /// merges this one (0: one tile per workgroup; default: the device's multiprocessors where it
+    /// reports them, else 0).
+    #[arg(long, value_name = "N")]
+    merge_groups: Option<u32>,
+    /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
+    /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
+    /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
+    /// included).
+    #[arg(long, value_enum, default_value_t = TimeFrom::Compute)]
+    time_from: TimeFrom,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -153,6 +164,8 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         max_fused_substages: args.max_fused,
         local_workgroup_size: args.local_wg,
         local_chunk_substages: args.local_chunk,
+        merge_workgroups: args.merge_groups,
+        time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
     let mut sorter = Sorter::new(&ctx, &desc)?;
@@ -305,7 +318,11 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     }
     progress.finish_and_clear();
     println!(
-        "gpu ms: timestamps from the first pass to the last, median (min, max) of {} sorts run back to back on the GPU after {} more{}; wall ms: one sort including upload and download (median of {}); Mkeys/s and GB/s from the GPU median (GB/s: the input's bytes read and written once); model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier); cpu ms: sort_unstable, rayon ms: par_sort_unstable on {} threads (median of up to {} runs, at most about {} s each)",
+        "gpu ms: timestamps from {} to the end of the last pass, median (min, max) of {} sorts run back to back on the GPU after {} more{}; wall ms: one sort including upload and download (median of {}); Mkeys/s and GB/s from the GPU median (GB/s: the input's bytes read and written once); model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier); cpu ms: sort_unstable, rayon ms: par_sort_unstable on {} threads (median of up to {} runs, at most about {} s each)",
+        match args.time_from {
+            TimeFrom::Compute => "the end of an empty compute dispatch standing for the pass that wrote the input",
+            TimeFrom::Transfer => "the end of the input's copy",
+        },
         args.reps,
         args.warmup,
         if cpu_device { "" } else { " (on a GPU: after half a second of the same work, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },

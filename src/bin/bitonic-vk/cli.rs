@@ -56,6 +56,16 @@ pub enum Command {
     Passes(passes::PassesArgs),
 }
 
+/// Where the GPU time of `bench` and `passes` starts (`SorterDesc::time_from_transfer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimeFrom {
+    /// At the end of an empty compute dispatch after the input's copy, standing for the pass that
+    /// wrote the keys.
+    Compute,
+    /// At the end of the input's copy.
+    Transfer,
+}
+
 /// A sort order on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OrderArg {

@@ -15,7 +15,7 @@ use anyhow::anyhow;
 use bitonic_vk::{list_devices, Context, Order, SortKey, Sorter, StableKey};
 use clap::Parser as _;
 
-use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs};
+use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs, TimeFrom};
 use data::KeyType;
 use output::Staged;
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::data::{self, BenchKey, Distribution, KeyType};
 use crate::output;
 use crate::sizes::parse_size;
-use crate::{Failure, GpuArgs, OrderArg};
+use crate::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 #[derive(Args)]
 pub struct PassesArgs {
@@ -56,6 +56,17 @@ pub struct PassesArgs {
     /// than --max-fused).
     #[arg(long, value_name = "N")]
     local_chunk: Option<u32>,
+    /// The most workgroups of a local merge, each looping over tiles and loading the next while it
+    /// merges this one (0: one tile per workgroup; default: the device's multiprocessors where it
+    /// reports them, else 0).
+    #[arg(long, value_name = "N")]
+    merge_groups: Option<u32>,
+    /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
+    /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
+    /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
+    /// included).
+    #[arg(long, value_enum, default_value_t = TimeFrom::Compute)]
+    time_from: TimeFrom,
     /// Run every strategy (each barrier flavour, a submit per pass, unfused) and the empty-dispatch
     /// chains, and print a summary; the per-pass table is the one --sync/--barrier choose. It runs
     /// fused and unfused itself, so it takes no --max-fused.
@@ -175,6 +186,8 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
         max_fused_substages: args.max_fused,
         local_workgroup_size: args.local_wg,
         local_chunk_substages: args.local_chunk,
+        merge_workgroups: args.merge_groups,
+        time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
     let mut sorter = Sorter::new(&ctx, &desc)?;
