@@ -644,10 +644,7 @@ impl Sorter {
         Self::ensure(&shared, &mut self.values, "values", bytes, STORAGE, MemoryLocation::GpuOnly)?;
         // The copy reads binding 0 and writes binding 1: the binding of a pair sort of the words.
         self.bind(true, KeyWidth::Bits32, words as usize * 4)?;
-        let probes = match &mut self.probes {
-            Some(p) => p,
-            slot => slot.insert(Probes::new(&shared.device, self.recorder.layouts(), &shared.info.limits)?),
-        };
+        let probes = self.probes()?;
         let (copy, copy_wg) = (probes.copy, probes.copy_wg);
         let max_groups = self.max_groups;
         let layout = self.recorder.layouts().pipeline_layout;
@@ -678,6 +675,15 @@ impl Sorter {
         }))
     }
 
+    /// The calibration pipelines (the copy kernel and the empty dispatch), made on first use.
+    fn probes(&mut self) -> Result<&Probes> {
+        let shared = &self.ctx.shared;
+        match &mut self.probes {
+            Some(p) => Ok(p),
+            slot => Ok(slot.insert(Probes::new(&shared.device, self.recorder.layouts(), &shared.info.limits)?)),
+        }
+    }
+
     /// The GPU time per dispatch of a chain of `chain` empty dispatches (one workgroup each), with
     /// a barrier of `barrier`'s flavour between consecutive ones or none: the fixed cost of a
     /// pass, and with it of a barrier. Median over `reps` chains; `None` where the queue has no
@@ -694,11 +700,7 @@ impl Sorter {
         // The buffer flavour needs buffers to name: the sorter's (made small if there are none yet).
         Self::ensure(&shared, &mut self.keys, "keys", 16, STORAGE, MemoryLocation::GpuOnly)?;
         Self::ensure(&shared, &mut self.values, "values", 16, STORAGE, MemoryLocation::GpuOnly)?;
-        let probes = match &mut self.probes {
-            Some(p) => p,
-            slot => slot.insert(Probes::new(&shared.device, self.recorder.layouts(), &shared.info.limits)?),
-        };
-        let empty = probes.empty;
+        let empty = self.probes()?.empty;
         let buffers = [raw(&self.keys), raw(&self.values)];
         let flavor = barrier.map(|f| pass_barrier(f, &shared, &buffers)).transpose()?;
         let chain = chain.max(1);
@@ -906,15 +908,7 @@ impl Sorter {
         let shared = self.ctx.shared.clone();
         let barrier = pass_barrier(flavor, &shared, &buffers)?;
         // The stand-in for the pass that wrote the keys (see `SorterDesc::time_from_transfer`).
-        let producer = if !self.desc.time_from_transfer {
-            let probes = match &mut self.probes {
-                Some(p) => p,
-                slot => slot.insert(Probes::new(&shared.device, self.recorder.layouts(), &shared.info.limits)?),
-            };
-            Some(probes.empty)
-        } else {
-            None
-        };
+        let producer = if self.desc.time_from_transfer { None } else { Some(self.probes()?.empty) };
 
         self.begin()?;
         let device = &shared.device;
