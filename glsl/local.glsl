@@ -238,10 +238,10 @@ void window_substage(uint base, bool flip) {
     if (WINDOW == 1u) {
         uint live = N - base;
 #if !defined(PAIRS) && !defined(KEY64)
-        // 4-byte keys alone: a full window with its bounds and flip as literals (102 registers
-        // instead of 109 on the H100, and its windows of two at 2^24 keys 102 and 95 us instead
-        // of 107 and 103); a partial one (the last of a sort) tests every bound. For pairs the
-        // same code made 2^21 to 2^24 pairs 1 to 2.3 % slower.
+        // 4-byte keys alone: a full window with its bounds and flip as literals (on the H100 its
+        // windows of two at 2^24 keys took 102 and 95 us instead of 107 and 103, at 112 registers
+        // against 109); a partial one (the last of a sort) tests every bound. For pairs the same
+        // code made 2^21 to 2^24 pairs 1 to 2.3 % slower.
         if (live >= 2u * TILE && flip) {
             window_pair(base, true, TILE, TILE);
         } else if (live >= 2u * TILE) {
