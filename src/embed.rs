@@ -37,11 +37,11 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use ash::vk;
 
-use crate::context::{describe, DeviceInfo};
+use crate::context::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, KeyWidth, Order, SortKey};
 use crate::pipelines::{geometry_for, local_chunk, KernelOptions, Kernels, Layouts};
-use crate::plan::{Geometry, Plan};
+use crate::plan::{self, Geometry, Plan};
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::{Build, Payload, Variant};
 
@@ -181,6 +181,8 @@ pub struct SortRecorder {
     options: KernelOptions,
     /// The most workgroups of a local merge without windows (`Plan::persistent_merges`).
     merge_groups: u32,
+    /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
+    cpu: bool,
     cache: vk::PipelineCache,
     id: u64,
 }
@@ -236,6 +238,7 @@ impl SortRecorder {
         let merge_groups = desc.merge_workgroups.unwrap_or(info.limits.multiprocessors);
         Ok(SortRecorder {
             merge_groups,
+            cpu: info.device_type == DeviceType::Cpu,
             kernels: Vec::new(),
             layouts,
             device: device.clone(),
@@ -415,10 +418,10 @@ impl SortRecorder {
         options
     }
 
-    /// The geometry a binding of this capacity, payload and key width gets, without making
-    /// anything.
-    pub(crate) fn geometry(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<Geometry> {
-        Ok(geometry_for(&self.info.limits, payload, width, self.sized_options(capacity))?.0)
+    /// The geometry and local workgroup size a binding of this capacity, payload and key width
+    /// gets, without making anything.
+    pub(crate) fn geometry(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<(Geometry, u32)> {
+        geometry_for(&self.info.limits, payload, width, self.sized_options(capacity))
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
@@ -530,13 +533,17 @@ impl SortRecorder {
             return Err(Error::OverCapacity { n: n.saturating_mul(batches), capacity: binding.capacity });
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
-        let geometry = self.kernels[binding.kernels].geometry;
-        Ok(Plan::new(n, geometry, key_flags(kind, order))?.persistent_merges(self.merge_groups))
+        let kernels = &self.kernels[binding.kernels];
+        let plan = Plan::new(n, kernels.geometry, key_flags(kind, order))?;
+        Ok(self.persistent(plan, kernels.local_wg))
     }
 
-    /// The most workgroups of a local merge without windows; 0: one tile per workgroup.
-    pub(crate) fn merge_groups(&self) -> u32 {
-        self.merge_groups
+    /// Caps a plan's local merges at this recorder's merge workgroups, each looping over no more
+    /// tiles than the device's loops allow ([`plan::max_loop_tiles`]); `local_wg`: the invocations
+    /// per workgroup of the plan's local kernels.
+    pub(crate) fn persistent(&self, plan: Plan, local_wg: u32) -> Plan {
+        let max_tiles = plan::max_loop_tiles(self.cpu, &plan.geometry, local_wg);
+        plan.persistent_merges(self.merge_groups, max_tiles)
     }
 
     /// The layouts every pipeline of this recorder was made with.

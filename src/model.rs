@@ -473,30 +473,35 @@ mod tests {
 
     #[test]
     fn sorts_with_persistent_local_merges() {
-        // Local merges capped at 1 to 5 workgroups, each looping over tiles: every length up to
-        // several tiles (a partial last tile included), windows and split dispatches of 2
-        // workgroups too, no hazard, random keys and pairs sorted.
+        // Local merges capped at 1 to 5 workgroups, each looping over tiles (any number of them,
+        // or at most 2, as on a device whose loops stop early): every length up to several tiles
+        // (a partial last tile included), windows and split dispatches of 2 workgroups too, no
+        // hazard, random keys and pairs sorted.
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x9e25);
         for tile_log2 in 1..=3 {
             let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
             let tile = geometry.tile();
-            for groups in 1..=5 {
+            for (groups, max_loop) in (1..=5).flat_map(|g| [(g, u32::MAX), (g, 2)]) {
                 for max_groups_per_dispatch in [2, u32::MAX] {
                     let options = RecordOptions { max_groups_per_dispatch, drop_barrier_before_pass: None };
                     let mut sizes: Vec<u32> = (0..=9 * tile + 1).collect();
                     sizes.extend([WINDOW_MIN_TILES * tile - 1, WINDOW_MIN_TILES * tile + 3]);
                     for n in sizes {
                         let flags = key_flags(KeyKind::U32, Order::Ascending);
-                        let plan = Plan::new(n, geometry, flags).expect("a valid geometry").persistent_merges(groups);
+                        let plan = Plan::new(n, geometry, flags)
+                            .expect("a valid geometry")
+                            .persistent_merges(groups, max_loop);
                         let tiles = n.div_ceil(tile);
+                        let what = format!("{geometry:?} groups={groups} max_loop={max_loop} {options:?} n={n}");
+                        let wanted = groups.max(tiles.div_ceil(max_loop)).min(tiles);
                         for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge && p.substages == 0) {
-                            assert_eq!(merge.workgroups, tiles.min(groups), "n={n} groups={groups}");
-                            assert_eq!(merge.push.inc, if tiles > groups { groups } else { 0 }, "n={n}");
+                            assert_eq!(merge.workgroups, wanted, "{what}");
+                            assert_eq!(merge.push.inc, if tiles > wanted { wanted } else { 0 }, "{what}");
+                            assert!(tiles.div_ceil(merge.workgroups) <= max_loop, "{what}");
                         }
                         let mut recording = Recording::default();
                         record_passes(&mut recording, &plan, &options);
                         let trace = Trace::expand(&recording, n, geometry);
-                        let what = format!("{geometry:?} groups={groups} {options:?} n={n}");
                         assert_eq!(trace.hazards(), vec![], "{what}");
                         // No two workgroups of a local merge share an element.
                         for d in trace.dispatches().filter(|d| d.kind == PassKind::LocalMerge) {

@@ -225,6 +225,8 @@ pub(crate) struct Kernels {
     local_merge_window: [vk::Pipeline; 2],
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
     pub geometry: Geometry,
+    /// Invocations per workgroup of the local kernels.
+    pub local_wg: u32,
     /// Substages per shared-memory chunk of the local kernels ([`local_chunk`]).
     pub chunk: u32,
     /// Their build: payload, key width and variant.
@@ -250,6 +252,7 @@ impl Kernels {
             local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
+            local_wg,
             chunk,
             build,
         };

@@ -257,14 +257,22 @@ impl Plan {
     /// one tile waits for all of its loads before it merges and leaves the memory idle while it
     /// does; on the H100 at 2^24 u32 keys (2048 tiles, 132 workgroups) each such local merge took
     /// 62 to 73 us instead of 86 to 96 (`passes --n 2^24`).
-    pub fn persistent_merges(mut self, groups: u32) -> Plan {
+    ///
+    /// `max_loop_tiles` bounds the tiles one workgroup loops over: where `groups` workgroups would
+    /// each take more, the pass takes as many more workgroups as that needs (see
+    /// [`max_loop_tiles`]; `u32::MAX` for no bound).
+    pub fn persistent_merges(mut self, groups: u32, max_loop_tiles: u32) -> Plan {
         if groups == 0 {
             return self;
         }
         for pass in &mut self.passes {
-            if pass.kind == PassKind::LocalMerge && pass.substages == 0 && pass.workgroups > groups {
-                pass.workgroups = groups;
-                pass.push.inc = groups;
+            if pass.kind == PassKind::LocalMerge && pass.substages == 0 {
+                let tiles = pass.workgroups;
+                let capped = groups.max(tiles.div_ceil(max_loop_tiles.max(1)));
+                if tiles > capped {
+                    pass.workgroups = capped;
+                    pass.push.inc = capped;
+                }
             }
         }
         self
@@ -276,6 +284,29 @@ impl Plan {
     pub fn last_flip_pass(&self) -> Option<usize> {
         self.passes.iter().rposition(|p| p.kind != PassKind::TileSort && p.push.dir == 1)
     }
+}
+
+/// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
+/// shader invocation for: it ends the loop silently after 65535, counting every iteration since
+/// the invocation began, so an inner loop's count adds up over every pass of the loop around it.
+/// A persistent local merge that looped over too many tiles on it stopped partway and left the
+/// rest unsorted (`bench --merge-groups 1 --max-tile 256 --sizes 2^20` without this bound,
+/// and a one-loop probe shader that stopped after exactly 65535 iterations).
+pub const CPU_LOOP_LIMIT: u32 = 65535;
+
+/// The most tiles one workgroup of a persistent local merge ([`Plan::persistent_merges`]) may
+/// loop over on a device with a loop limit such as [`CPU_LOOP_LIMIT`] (`cpu`: the device is a
+/// CPU implementation; GPUs get `u32::MAX`). Each tile costs a merge's loops at most about 2 x
+/// (elements per invocation + 1) x (substages + 4) iterations, a bound with room over the 18 to
+/// 32 that lavapipe's failures at tiles of 256 and 1024 imply (the first loop count that failed
+/// there, against the limit).
+pub fn max_loop_tiles(cpu: bool, geometry: &Geometry, local_wg: u32) -> u32 {
+    if !cpu {
+        return u32::MAX;
+    }
+    let per_invocation = geometry.tile() / local_wg.max(1);
+    let per_tile = 2 * (per_invocation + 1) * (geometry.tile_log2 + 4);
+    (CPU_LOOP_LIMIT / per_tile).max(1)
 }
 
 /// Tiles per window (log2) of the local merge of a stage with `left` global substages (strides of
@@ -333,6 +364,24 @@ pub fn pass_count(n: u64, tile_log2: u32, fused: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loops_on_a_cpu_device_stay_under_its_loop_limit() {
+        let tiny = Geometry { tile_log2: 1, global_wg: 256, fused: 4 };
+        assert_eq!(max_loop_tiles(false, &tiny, 1), u32::MAX, "a GPU has no bound");
+        assert_eq!(max_loop_tiles(true, &tiny, 1), 65535 / (2 * 3 * 5));
+        // One invocation per workgroup with tiles of 2^14: one tile per workgroup, never none.
+        let huge = Geometry { tile_log2: 14, global_wg: 256, fused: 4 };
+        assert_eq!(max_loop_tiles(true, &huge, 1), 1);
+        // The default geometry on lavapipe (tiles of 8192, 512 invocations) keeps a loop of 113.
+        let geometry = Geometry { tile_log2: 13, global_wg: 256, fused: 4 };
+        assert_eq!(max_loop_tiles(true, &geometry, 512), 113);
+        // A plan capped at one workgroup takes as many as that bound needs.
+        let plan = Plan::new(1 << 20, geometry, 0).expect("a valid geometry").persistent_merges(1, 113);
+        for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge && p.substages == 0) {
+            assert_eq!((merge.workgroups, merge.push.inc), (2, 2));
+        }
+    }
 
     #[test]
     fn pass_count_matches_the_plan() {

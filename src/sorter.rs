@@ -402,8 +402,9 @@ impl Sorter {
     pub fn plan(&mut self, n: usize, pairs: bool, kind: KeyKind, order: Order) -> Result<Plan> {
         self.check_size(n, kind.width())?;
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
-        let geometry = self.recorder.geometry(payload, kind.width(), n as u32)?;
-        Ok(Plan::new(n as u32, geometry, key_flags(kind, order))?.persistent_merges(self.recorder.merge_groups()))
+        let (geometry, local_wg) = self.recorder.geometry(payload, kind.width(), n as u32)?;
+        let plan = Plan::new(n as u32, geometry, key_flags(kind, order))?;
+        Ok(self.recorder.persistent(plan, local_wg))
     }
 
     /// Sorts `keys` in place.

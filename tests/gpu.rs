@@ -465,6 +465,23 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
 }
 
 #[test]
+fn persistent_local_merges_never_outrun_a_cpu_drivers_loop_limit() {
+    // One merge workgroup for 4096 tiles of 256: a workgroup looping over all of them ran the
+    // local merge's inner loops past the 65535 iterations after which lavapipe ends a loop, and
+    // left the later tiles unmerged (plan::CPU_LOOP_LIMIT). On a CPU device the plan now spreads
+    // the tiles over as many workgroups as keep each loop short; a GPU loops over all of them.
+    let mut rng = rng("loop limit");
+    let desc = SorterDesc { max_tile: Some(256), merge_workgroups: Some(1), ..SorterDesc::default() };
+    let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+    let n = 1 << 20;
+    let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+    for pairs in [false, true] {
+        check(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("{desc:?}"));
+    }
+    assert_validation_clean();
+}
+
+#[test]
 fn buffers_grow_and_are_reused_across_calls() {
     let mut rng = rng("reuse");
     let mut sorter = sorter();
