@@ -17,7 +17,7 @@ use bitonic_vk::context::DeviceLimits;
 use bitonic_vk::pipelines::{geometry_for, local_chunk, KernelOptions};
 use bitonic_vk::plan::PassKind;
 use bitonic_vk::push::PushConstants;
-use bitonic_vk::shaders::{spirv, Payload, Variant};
+use bitonic_vk::shaders::{spirv, spirv_tile_sort_persistent, Payload, Variant};
 use bitonic_vk::ContextDesc;
 use bitonic_vk::KeyWidth;
 use clap::Parser;
@@ -118,21 +118,24 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
             let chunk = local_chunk(payload, width, &geometry, options.local_chunk);
+            let local = [local_wg, geometry.tile(), chunk, 0];
+            let merge = spirv(PassKind::LocalMerge, payload, width, Variant::Lean);
+            let persistent = spirv_tile_sort_persistent(payload, width, Variant::Lean);
             let mut kernels = vec![
-                (PassKind::TileSort, [local_wg, geometry.tile(), chunk, 0], "tile_sort".to_string()),
-                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 0], "local_merge".to_string()),
-                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
-                (PassKind::LocalMerge, [local_wg, geometry.tile(), chunk, 2], "local_merge window 4".to_string()),
+                (spirv(PassKind::TileSort, payload, width, Variant::Lean), local, "tile_sort".to_string()),
+                (persistent, local, "tile_sort persistent".to_string()),
+                (merge, local, "local_merge".to_string()),
+                (merge, [local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
+                (merge, [local_wg, geometry.tile(), chunk, 2], "local_merge window 4".to_string()),
             ];
             for m in 1..=geometry.fused {
                 kernels.push((
-                    PassKind::GlobalMerge,
+                    spirv(PassKind::GlobalMerge, payload, width, Variant::Lean),
                     [geometry.global_wg, geometry.tile(), m, 0],
                     format!("global_merge fused {m}"),
                 ));
             }
-            for (kind, constants, label) in kernels {
-                let code = spirv(kind, payload, width, Variant::Lean);
+            for (code, constants, label) in kernels {
                 if let Err(e) = print_kernel(device, &stats, layout, code, &constants, &label, width, payload) {
                     result = Err(e);
                     break 'builds;

@@ -96,6 +96,49 @@ void load_tile(uint base) {
     barrier();
 }
 
+// Loads ahead, for the persistent local kernels (the tile sort and the local merge with
+// pc.inc > 0), whose element buffers are volatile (local_merge.comp says why).
+
+// The next tile, TILE / WG_SIZE elements per invocation (at most LOAD_SLOTS: see AHEAD_FITS).
+KEY r_ahead[LOAD_SLOTS];
+#ifdef PAIRS
+uint r_ahead_value[LOAD_SLOTS];
+#endif
+
+// Whether a whole tile fits in the ahead registers; where not, each tile is loaded as it comes.
+const bool AHEAD_FITS = TILE <= LOAD_SLOTS * WG_SIZE;
+
+// Issues the loads of the full tile at `base` into r_ahead (element r * WG_SIZE + lid in slot r).
+void load_ahead(uint base) {
+    uint first = batch_base() + base;
+    uint lid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + lid;
+        if (i < TILE) {
+            r_ahead[r] = keys[first + i];
+#ifdef PAIRS
+            r_ahead_value[r] = values[first + i];
+#endif
+        }
+    }
+}
+
+// Puts the tile held in r_ahead into shared memory (as load_tile does with a full tile), mapped
+// to order images with `map`.
+void store_ahead(bool map) {
+    uint lid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + lid;
+        if (i < TILE) {
+            s_keys[swizzle(i)] = map ? to_image(r_ahead[r]) : r_ahead[r];
+#ifdef PAIRS
+            s_values[swizzle(i)] = r_ahead_value[r];
+#endif
+        }
+    }
+    barrier();
+}
+
 // Tiles per window of a windowed local_merge, log2 (specialization constant 3): 0 (no window: one
 // tile per workgroup), 1 or 2.
 layout(constant_id = 3) const uint WINDOW = 0;

@@ -28,45 +28,6 @@
 #define ELEMENT_QUALIFIER volatile
 #include "local.glsl"
 
-// The next tile, TILE / WG_SIZE elements per invocation (at most LOAD_SLOTS: see AHEAD_FITS).
-KEY r_ahead[LOAD_SLOTS];
-#ifdef PAIRS
-uint r_ahead_value[LOAD_SLOTS];
-#endif
-
-// Whether a whole tile fits in the ahead registers; where not, each tile is loaded as it comes.
-const bool AHEAD_FITS = TILE <= LOAD_SLOTS * WG_SIZE;
-
-// Issues the loads of the full tile at `base` into r_ahead (element r * WG_SIZE + lid in slot r).
-void load_ahead(uint base) {
-    uint first = batch_base() + base;
-    uint lid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
-        uint i = r * WG_SIZE + lid;
-        if (i < TILE) {
-            r_ahead[r] = keys[first + i];
-#ifdef PAIRS
-            r_ahead_value[r] = values[first + i];
-#endif
-        }
-    }
-}
-
-// Puts the tile held in r_ahead into shared memory (as load_tile does with a full tile).
-void store_ahead() {
-    uint lid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
-        uint i = r * WG_SIZE + lid;
-        if (i < TILE) {
-            s_keys[swizzle(i)] = r_ahead[r];
-#ifdef PAIRS
-            s_values[swizzle(i)] = r_ahead_value[r];
-#endif
-        }
-    }
-    barrier();
-}
-
 // The strides TILE/2 .. 1 of every tile this workgroup owns. A local merge never maps keys to
 // images on load (only the tile sort does), so the ahead registers hold images already.
 void merge_tiles() {
@@ -92,7 +53,7 @@ void merge_tiles() {
     for (; t < tiles; t += stride) {
         uint base = t * TILE;
         if (AHEAD_FITS && t < full) {
-            store_ahead();
+            store_ahead(false);
         } else {
             // A partial last tile (padded by load_tile), or tiles too large for the registers.
             load_tile(base);

@@ -106,7 +106,7 @@ pub struct RecorderDesc {
     pub local_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels; see [`crate::SorterDesc`].
     pub local_chunk_substages: Option<u32>,
-    /// The most workgroups of a local merge; see [`crate::SorterDesc`].
+    /// The most workgroups of the tile sort and of a local merge; see [`crate::SorterDesc`].
     pub merge_workgroups: Option<u32>,
 }
 
@@ -179,7 +179,8 @@ pub struct SortRecorder {
     pool: vk::DescriptorPool,
     bindings_left: u32,
     options: KernelOptions,
-    /// The most workgroups of a local merge without windows (`Plan::persistent_merges`).
+    /// The most workgroups of the tile sort and of a local merge without windows
+    /// (`Plan::persistent_merges`).
     merge_groups: u32,
     /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
     cpu: bool,
@@ -404,6 +405,11 @@ impl SortRecorder {
                 self.kernels.len() - 1
             }
         };
+        // A tile sort loops only where a sort has more tiles than merge workgroups (see
+        // `persistent`), so bindings too small for that never compile its looping build.
+        if self.merge_groups > 0 && capacity.div_ceil(geometry.tile()) > self.merge_groups {
+            self.kernels[index].make_persistent_tile_sort(&self.layouts, self.cache)?;
+        }
         Ok(index)
     }
 
@@ -538,12 +544,12 @@ impl SortRecorder {
         Ok(self.persistent(plan, kernels.local_wg))
     }
 
-    /// Caps a plan's local merges at this recorder's merge workgroups, each looping over no more
-    /// tiles than the device's loops allow ([`plan::max_loop_tiles`]); `local_wg`: the invocations
-    /// per workgroup of the plan's local kernels.
+    /// Caps a plan's tile sort and local merges at this recorder's merge workgroups, each looping
+    /// over no more tiles than the device's loops allow ([`plan::max_loop_tiles`]); `local_wg`:
+    /// the invocations per workgroup of the plan's local kernels.
     pub(crate) fn persistent(&self, plan: Plan, local_wg: u32) -> Plan {
-        let max_tiles = plan::max_loop_tiles(self.cpu, &plan.geometry, local_wg);
-        plan.persistent_merges(self.merge_groups, max_tiles)
+        let (cpu, geometry) = (self.cpu, plan.geometry);
+        plan.persistent_merges(self.merge_groups, |kind| plan::max_loop_tiles(cpu, &geometry, local_wg, kind))
     }
 
     /// The layouts every pipeline of this recorder was made with.

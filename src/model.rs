@@ -281,31 +281,32 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 }
                 touched.extend(base..n.min(base + span));
             }
-            PassKind::LocalMerge if push.inc > 0 => {
-                // A persistent local merge: workgroup `group` merges tiles group, group + inc, ...
+            PassKind::TileSort | PassKind::LocalMerge => {
+                // Workgroup `group` sorts or merges tile `group`; a persistent one then tiles
+                // group + inc, group + 2 inc, ...: a local merge with push.inc > 0, the tile sort's
+                // looping build (substages 1) alone, as in the shaders (the plain tile sort
+                // ignores push.inc).
+                let loops = push.inc > 0 && (kind == PassKind::LocalMerge || substages > 0);
                 let tile = geometry.tile();
                 let mut base = group * tile;
                 while base < n {
-                    half_cleaners(&mut comparators, base, tile, n - base, tile / 2);
+                    let limit = n - base;
+                    if kind == PassKind::TileSort {
+                        let mut block = 2;
+                        while block <= 1 << push.log_block {
+                            tile_substage(&mut comparators, base, tile, limit, block / 2, true);
+                            half_cleaners(&mut comparators, base, tile, limit, block / 4);
+                            block *= 2;
+                        }
+                    } else {
+                        half_cleaners(&mut comparators, base, tile, limit, tile / 2);
+                    }
                     touched.extend(base..n.min(base + tile));
+                    if !loops {
+                        break;
+                    }
                     base += push.inc * tile;
                 }
-            }
-            PassKind::TileSort | PassKind::LocalMerge => {
-                let tile = geometry.tile();
-                let base = group * tile;
-                let limit = n - base;
-                if kind == PassKind::TileSort {
-                    let mut block = 2;
-                    while block <= 1 << push.log_block {
-                        tile_substage(&mut comparators, base, tile, limit, block / 2, true);
-                        half_cleaners(&mut comparators, base, tile, limit, block / 4);
-                        block *= 2;
-                    }
-                } else {
-                    half_cleaners(&mut comparators, base, tile, limit, tile / 2);
-                }
-                touched.extend(base..n.min(base + tile));
             }
         }
     }
@@ -473,38 +474,49 @@ mod tests {
 
     #[test]
     fn sorts_with_persistent_local_merges() {
-        // Local merges capped at 1 to 5 workgroups, each looping over tiles (any number of them,
-        // or at most 2, as on a device whose loops stop early): every length up to several tiles
-        // (a partial last tile included), windows and split dispatches of 2 workgroups too, no
-        // hazard, random keys and pairs sorted.
+        // The tile sort and the local merges capped at 1 to 5 workgroups, each looping over tiles
+        // (any number of them, or at most 1 to 3, as on a device whose loops stop early, the
+        // bound per kind of pass): every length up to several tiles (a partial last tile
+        // included), windows and split dispatches of 2 workgroups too, no hazard, random keys and
+        // pairs sorted.
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x9e25);
+        let bounds = [(u32::MAX, u32::MAX), (2, 1), (1, 3)];
         for tile_log2 in 1..=3 {
             let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
             let tile = geometry.tile();
-            for (groups, max_loop) in (1..=5).flat_map(|g| [(g, u32::MAX), (g, 2)]) {
+            for (groups, (merge_loop, sort_loop)) in (1..=5).flat_map(|g| bounds.map(|b| (g, b))) {
                 for max_groups_per_dispatch in [2, u32::MAX] {
                     let options = RecordOptions { max_groups_per_dispatch, drop_barrier_before_pass: None };
                     let mut sizes: Vec<u32> = (0..=9 * tile + 1).collect();
                     sizes.extend([WINDOW_MIN_TILES * tile - 1, WINDOW_MIN_TILES * tile + 3]);
                     for n in sizes {
                         let flags = key_flags(KeyKind::U32, Order::Ascending);
-                        let plan = Plan::new(n, geometry, flags)
-                            .expect("a valid geometry")
-                            .persistent_merges(groups, max_loop);
+                        let bound = |kind| if kind == PassKind::TileSort { sort_loop } else { merge_loop };
+                        let plan =
+                            Plan::new(n, geometry, flags).expect("a valid geometry").persistent_merges(groups, bound);
                         let tiles = n.div_ceil(tile);
-                        let what = format!("{geometry:?} groups={groups} max_loop={max_loop} {options:?} n={n}");
-                        let wanted = groups.max(tiles.div_ceil(max_loop)).min(tiles);
-                        for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge && p.substages == 0) {
-                            assert_eq!(merge.workgroups, wanted, "{what}");
-                            assert_eq!(merge.push.inc, if tiles > wanted { wanted } else { 0 }, "{what}");
-                            assert!(tiles.div_ceil(merge.workgroups) <= max_loop, "{what}");
+                        let what =
+                            format!("{geometry:?} groups={groups} loops<={merge_loop}/{sort_loop} {options:?} n={n}");
+                        let looping = |p: &&crate::plan::Pass| {
+                            p.kind == PassKind::TileSort || (p.kind == PassKind::LocalMerge && p.substages == 0)
+                        };
+                        for pass in plan.passes.iter().filter(looping) {
+                            let max_loop = bound(pass.kind);
+                            let wanted = groups.max(tiles.div_ceil(max_loop)).min(tiles);
+                            assert_eq!(pass.workgroups, wanted, "{what} {:?}", pass.kind);
+                            assert_eq!(pass.push.inc, if tiles > wanted { wanted } else { 0 }, "{what}");
+                            assert!(tiles.div_ceil(pass.workgroups) <= max_loop, "{what}");
+                            if pass.kind == PassKind::TileSort {
+                                // The looping build where it loops, the plain one elsewhere.
+                                assert_eq!(pass.substages, u32::from(pass.push.inc > 0), "{what}");
+                            }
                         }
                         let mut recording = Recording::default();
                         record_passes(&mut recording, &plan, &options);
                         let trace = Trace::expand(&recording, n, geometry);
                         assert_eq!(trace.hazards(), vec![], "{what}");
-                        // No two workgroups of a local merge share an element.
-                        for d in trace.dispatches().filter(|d| d.kind == PassKind::LocalMerge) {
+                        // No two workgroups of a local kernel share an element.
+                        for d in trace.dispatches().filter(|d| d.kind != PassKind::GlobalMerge) {
                             let mut seen = vec![false; n as usize];
                             for &i in &d.touched {
                                 assert!(!std::mem::replace(&mut seen[i as usize], true), "{what}: {i} twice");

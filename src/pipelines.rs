@@ -7,7 +7,7 @@ use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
-use crate::shaders::{spirv, Build, KeyWidth, Payload};
+use crate::shaders::{spirv, spirv_tile_sort_persistent, Build, KeyWidth, Payload};
 
 pub use crate::plan::MAX_TILE;
 
@@ -216,10 +216,13 @@ impl Drop for Layouts {
 }
 
 /// The compute pipelines of one payload: the two local kernels, and global_merge once per number
-/// of fused substages (1..=geometry.fused).
+/// of fused substages (1..=geometry.fused); the tile sort whose workgroups loop over tiles once a
+/// binding needs it ([`Kernels::make_persistent_tile_sort`]).
 pub(crate) struct Kernels {
     device: ash::Device,
     tile_sort: vk::Pipeline,
+    /// The PERSISTENT build of tile_sort, null until made.
+    tile_sort_persistent: vk::Pipeline,
     local_merge: vk::Pipeline,
     /// local_merge specialised for windows of two and of four tiles (`WINDOW` = 1, 2).
     local_merge_window: [vk::Pipeline; 2],
@@ -248,6 +251,7 @@ impl Kernels {
         let mut kernels = Kernels {
             device: device.clone(),
             tile_sort: vk::Pipeline::null(),
+            tile_sort_persistent: vk::Pipeline::null(),
             local_merge: vk::Pipeline::null(),
             local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
@@ -277,10 +281,29 @@ impl Kernels {
         Ok(kernels)
     }
 
+    /// Makes the tile sort whose workgroups loop over tiles, for plans whose tile sort has fewer
+    /// workgroups than tiles (`Plan::persistent_merges`), unless it is made already. Sorts that
+    /// never loop do not pay for its compilation.
+    pub fn make_persistent_tile_sort(&mut self, layouts: &Layouts, cache: vk::PipelineCache) -> Result<()> {
+        if self.tile_sort_persistent == vk::Pipeline::null() {
+            let Build { payload, width, variant } = self.build;
+            let local = [self.local_wg, self.geometry.tile(), self.chunk, 0];
+            let code = spirv_tile_sort_persistent(payload, width, variant);
+            self.tile_sort_persistent = create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &local)?;
+        }
+        Ok(())
+    }
+
     /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
-    /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles.
+    /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles; for `TileSort` with
+    /// `substages` 1, the one whose workgroups loop over tiles (made by
+    /// [`Kernels::make_persistent_tile_sort`]).
     pub fn pipeline(&self, kind: PassKind, substages: u32) -> vk::Pipeline {
         match kind {
+            PassKind::TileSort if substages > 0 => {
+                debug_assert!(self.tile_sort_persistent != vk::Pipeline::null(), "persistent tile sort not made");
+                self.tile_sort_persistent
+            }
             PassKind::TileSort => self.tile_sort,
             PassKind::LocalMerge if substages > 0 => self.local_merge_window[(substages.min(2) - 1) as usize],
             PassKind::LocalMerge => self.local_merge,
@@ -327,8 +350,8 @@ fn create_pipeline(
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        for p in [self.tile_sort, self.local_merge].into_iter().chain(self.local_merge_window).chain(self.global_merge)
-        {
+        let local = [self.tile_sort, self.tile_sort_persistent, self.local_merge];
+        for p in local.into_iter().chain(self.local_merge_window).chain(self.global_merge) {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.
             unsafe { self.device.destroy_pipeline(p, None) };

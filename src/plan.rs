@@ -142,7 +142,8 @@ pub struct Pass {
     /// `GlobalMerge`: how many consecutive substages it runs (strides `push.inc` down to
     /// `push.inc >> (substages - 1)`). `LocalMerge`: w when it takes windows of 2^w tiles (w = 1
     /// or 2) and runs the w substages of strides `push.inc` (the tile << (w-1)) down to the tile
-    /// itself, else 0. `TileSort`: 0.
+    /// itself, else 0. `TileSort`: 1 where its workgroups loop over tiles (`push.inc` > 0, the
+    /// PERSISTENT build of the kernel: [`Plan::persistent_merges`]), else 0.
     pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
     pub stage: u32,
@@ -250,28 +251,34 @@ impl Plan {
         Ok(Plan { n, geometry, passes })
     }
 
-    /// Caps the workgroups of every local merge without windows at `groups` (0 leaves the plan as
-    /// it is): each workgroup then loops over the tiles `wg, wg + groups, ...` and loads the next
-    /// tile while it merges this one (`push.inc` = `groups`, the loop's stride; 0 means one tile
-    /// per workgroup). With one local workgroup resident per multiprocessor a workgroup that owns
-    /// one tile waits for all of its loads before it merges and leaves the memory idle while it
-    /// does; on the H100 at 2^24 u32 keys (2048 tiles, 132 workgroups) each such local merge took
-    /// 62 to 73 us instead of 86 to 96 (`passes --n 2^24`).
+    /// Caps the workgroups of the tile sort and of every local merge without windows at `groups`
+    /// (0 leaves the plan as it is): each workgroup then loops over the tiles `wg, wg + groups,
+    /// ...` and loads the next tile while it sorts or merges this one (`push.inc` = `groups`, the
+    /// loop's stride; 0 means one tile per workgroup; a looping tile sort has `substages` 1, for the
+    /// kernel build that loops). With one local workgroup resident per
+    /// multiprocessor a workgroup that owns one tile waits for all of its loads before it works
+    /// and leaves the memory idle while it does; on the H100 at 2^24 u32 keys (2048 tiles, 132
+    /// workgroups) each such local merge took 62 to 73 us instead of 86 to 96, and the tile sort
+    /// 270 us instead of 284 (`passes --n 2^24`).
     ///
-    /// `max_loop_tiles` bounds the tiles one workgroup loops over: where `groups` workgroups would
-    /// each take more, the pass takes as many more workgroups as that needs (see
-    /// [`max_loop_tiles`]; `u32::MAX` for no bound).
-    pub fn persistent_merges(mut self, groups: u32, max_loop_tiles: u32) -> Plan {
+    /// `max_loop_tiles(kind)` bounds the tiles one workgroup of a pass of that kind loops over:
+    /// where `groups` workgroups would each take more, the pass takes as many more workgroups as
+    /// that needs (see [`max_loop_tiles`]; `u32::MAX` for no bound).
+    pub fn persistent_merges(mut self, groups: u32, max_loop_tiles: impl Fn(PassKind) -> u32) -> Plan {
         if groups == 0 {
             return self;
         }
         for pass in &mut self.passes {
-            if pass.kind == PassKind::LocalMerge && pass.substages == 0 {
+            let looping = pass.kind == PassKind::TileSort || (pass.kind == PassKind::LocalMerge && pass.substages == 0);
+            if looping {
                 let tiles = pass.workgroups;
-                let capped = groups.max(tiles.div_ceil(max_loop_tiles.max(1)));
+                let capped = groups.max(tiles.div_ceil(max_loop_tiles(pass.kind).max(1)));
                 if tiles > capped {
                     pass.workgroups = capped;
                     pass.push.inc = capped;
+                    if pass.kind == PassKind::TileSort {
+                        pass.substages = 1;
+                    }
                 }
             }
         }
@@ -289,23 +296,30 @@ impl Plan {
 /// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
 /// shader invocation for: it ends the loop silently after 65535, counting every iteration since
 /// the invocation began, so an inner loop's count adds up over every pass of the loop around it.
-/// A persistent local merge that looped over too many tiles on it stopped partway and left the
-/// rest unsorted (`bench --merge-groups 1 --max-tile 256 --sizes 2^20` without this bound,
+/// A persistent local merge or tile sort that looped over too many tiles on it stopped partway and
+/// left the rest unsorted (`bench --merge-groups 1 --max-tile 256 --sizes 2^20` without this bound,
 /// and a one-loop probe shader that stopped after exactly 65535 iterations).
 pub const CPU_LOOP_LIMIT: u32 = 65535;
 
-/// The most tiles one workgroup of a persistent local merge ([`Plan::persistent_merges`]) may
-/// loop over on a device with a loop limit such as [`CPU_LOOP_LIMIT`] (`cpu`: the device is a
-/// CPU implementation; GPUs get `u32::MAX`). Each tile costs a merge's loops at most about 2 x
-/// (elements per invocation + 1) x (substages + 4) iterations, a bound with room over the 18 to
-/// 32 that lavapipe's failures at tiles of 256 and 1024 imply (the first loop count that failed
-/// there, against the limit).
-pub fn max_loop_tiles(cpu: bool, geometry: &Geometry, local_wg: u32) -> u32 {
+/// The most tiles one workgroup of a persistent tile sort or local merge (`kind`,
+/// [`Plan::persistent_merges`]) may loop over on a device with a loop limit such as
+/// [`CPU_LOOP_LIMIT`] (`cpu`: the device is a CPU implementation; GPUs get `u32::MAX`). Each tile
+/// costs the kernel's loops at most about 2 x (elements per invocation + 1) x (substages + 4)
+/// iterations, a local merge log2(tile) substages and the tile sort log2(tile) (log2(tile) + 1)
+/// / 2, with at least 2 elements per invocation counted: a bound with room over what lavapipe's
+/// failures imply (the first loop count that failed, against the limit): 18 to 32 iterations per
+/// tile for the local merge at tiles of 256 and 1024, 64 to 85, 120 to 126 and 171 to 256 for
+/// the tile sort at tiles of 64, 256 and 1024. A workgroup wider than its tile costs about as much
+/// per tile as a narrower one (tiles of 64 with 1024 invocations: 64 to 80 for the tile sort),
+/// hence the floor; without it that case counted 50 and sorted wrongly.
+pub fn max_loop_tiles(cpu: bool, geometry: &Geometry, local_wg: u32, kind: PassKind) -> u32 {
     if !cpu {
         return u32::MAX;
     }
-    let per_invocation = geometry.tile() / local_wg.max(1);
-    let per_tile = 2 * (per_invocation + 1) * (geometry.tile_log2 + 4);
+    let log2 = geometry.tile_log2;
+    let substages = if kind == PassKind::TileSort { log2 * (log2 + 1) / 2 } else { log2 };
+    let per_invocation = (geometry.tile() / local_wg.max(1)).max(2);
+    let per_tile = 2 * (per_invocation + 1) * (substages + 4);
     (CPU_LOOP_LIMIT / per_tile).max(1)
 }
 
@@ -367,18 +381,39 @@ mod tests {
 
     #[test]
     fn loops_on_a_cpu_device_stay_under_its_loop_limit() {
+        use PassKind::{LocalMerge, TileSort};
         let tiny = Geometry { tile_log2: 1, global_wg: 256, fused: 4 };
-        assert_eq!(max_loop_tiles(false, &tiny, 1), u32::MAX, "a GPU has no bound");
-        assert_eq!(max_loop_tiles(true, &tiny, 1), 65535 / (2 * 3 * 5));
+        for kind in [LocalMerge, TileSort] {
+            assert_eq!(max_loop_tiles(false, &tiny, 1, kind), u32::MAX, "a GPU has no bound");
+            // Tiles of 2: one substage either way.
+            assert_eq!(max_loop_tiles(true, &tiny, 1, kind), 65535 / (2 * 3 * 5));
+        }
         // One invocation per workgroup with tiles of 2^14: one tile per workgroup, never none.
         let huge = Geometry { tile_log2: 14, global_wg: 256, fused: 4 };
-        assert_eq!(max_loop_tiles(true, &huge, 1), 1);
-        // The default geometry on lavapipe (tiles of 8192, 512 invocations) keeps a loop of 113.
+        assert_eq!(max_loop_tiles(true, &huge, 1, LocalMerge), 1);
+        assert_eq!(max_loop_tiles(true, &huge, 1, TileSort), 1);
+        // The default geometry on lavapipe (tiles of 8192, 512 invocations): loops of 113 tiles
+        // for a local merge (13 substages), 20 for the tile sort (91).
         let geometry = Geometry { tile_log2: 13, global_wg: 256, fused: 4 };
-        assert_eq!(max_loop_tiles(true, &geometry, 512), 113);
-        // A plan capped at one workgroup takes as many as that bound needs.
-        let plan = Plan::new(1 << 20, geometry, 0).expect("a valid geometry").persistent_merges(1, 113);
-        for merge in plan.passes.iter().filter(|p| p.kind == PassKind::LocalMerge && p.substages == 0) {
+        assert_eq!(max_loop_tiles(true, &geometry, 512, LocalMerge), 65535 / (2 * 17 * 17));
+        assert_eq!(max_loop_tiles(true, &geometry, 512, LocalMerge), 113);
+        assert_eq!(max_loop_tiles(true, &geometry, 512, TileSort), 65535 / (2 * 17 * 95));
+        assert_eq!(max_loop_tiles(true, &geometry, 512, TileSort), 20);
+        // A workgroup wider than its tile (64 elements, 1024 invocations) counts 2 elements per
+        // invocation: lavapipe cut the tile sort's loop at 1024 tiles there and not at 820.
+        let narrow = Geometry { tile_log2: 6, global_wg: 256, fused: 4 };
+        assert_eq!(max_loop_tiles(true, &narrow, 1024, TileSort), 65535 / (2 * 3 * 25));
+        assert_eq!(max_loop_tiles(true, &narrow, 1024, TileSort), 436);
+        assert_eq!(max_loop_tiles(true, &narrow, 1024, LocalMerge), 65535 / (2 * 3 * 10));
+        // A plan capped at one workgroup takes as many as those bounds need: 2^20 keys are 128
+        // tiles, so the tile sort takes 7 workgroups and each plain local merge 2.
+        let bound = |kind| max_loop_tiles(true, &geometry, 512, kind);
+        let plan = Plan::new(1 << 20, geometry, 0).expect("a valid geometry").persistent_merges(1, bound);
+        let sort = plan.passes.iter().find(|p| p.kind == TileSort).expect("a tile sort");
+        assert_eq!((sort.workgroups, sort.push.inc), (7, 7));
+        let merges: Vec<_> = plan.passes.iter().filter(|p| p.kind == LocalMerge && p.substages == 0).collect();
+        assert!(!merges.is_empty());
+        for merge in merges {
             assert_eq!((merge.workgroups, merge.push.inc), (2, 2));
         }
     }

@@ -208,10 +208,11 @@ fn the_embedded_builds_take_windows_of_four_tiles() {
     records_sorts(&RecorderDesc { max_tile: Some(2), ..RecorderDesc::default() });
 }
 
-/// Tiles of 8 with local merges of at most 3 workgroups, each looping over tiles: a GPU-side
-/// count (sort 3), batches (sort 5) and 8-byte keys (sort 6) through persistent local merges.
+/// Tiles of 8 with the tile sort and the local merges on at most 3 workgroups, each looping over
+/// tiles: a GPU-side count (sort 3), batches (sort 5) and 8-byte keys (sort 6) through the
+/// looping builds of both kernels.
 #[test]
-fn the_embedded_builds_take_persistent_local_merges() {
+fn the_embedded_builds_take_persistent_tile_sorts_and_local_merges() {
     records_sorts(&RecorderDesc { max_tile: Some(8), merge_workgroups: Some(3), ..RecorderDesc::default() });
 }
 

@@ -465,18 +465,28 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
 }
 
 #[test]
-fn persistent_local_merges_never_outrun_a_cpu_drivers_loop_limit() {
-    // One merge workgroup for 4096 tiles of 256: a workgroup looping over all of them ran the
-    // local merge's inner loops past the 65535 iterations after which lavapipe ends a loop, and
-    // left the later tiles unmerged (plan::CPU_LOOP_LIMIT). On a CPU device the plan now spreads
-    // the tiles over as many workgroups as keep each loop short; a GPU loops over all of them.
+fn persistent_tile_sorts_and_merges_never_outrun_a_cpu_drivers_loop_limit() {
+    // One workgroup for 4096 tiles of 256: a workgroup of the tile sort or of a local merge
+    // looping over all of them ran its inner loops past the 65535 iterations after which lavapipe
+    // ends a loop, and left the later tiles unsorted (plan::CPU_LOOP_LIMIT). On a CPU device the
+    // plan spreads the tiles over as many workgroups as keep each loop short; a GPU loops over
+    // all of them in one.
+    // Then 4096 tiles of 64 with 1024 invocations per workgroup: a workgroup wider than its tile,
+    // whose loops cost about as much per tile as a narrower one's (lavapipe cut the tile sort's
+    // loop at 1024 tiles per workgroup there while the bound allowed 1310).
     let mut rng = rng("loop limit");
-    let desc = SorterDesc { max_tile: Some(256), merge_workgroups: Some(1), ..SorterDesc::default() };
-    let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
-    let n = 1 << 20;
-    let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
-    for pairs in [false, true] {
-        check(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("{desc:?}"));
+    let wide = SorterDesc { max_tile: Some(64), local_workgroup_size: Some(1024), ..SorterDesc::default() };
+    let cases = [
+        (SorterDesc { max_tile: Some(256), ..SorterDesc::default() }, 1 << 20, [false, true].as_slice()),
+        (wide, 1 << 18, &[false]),
+    ];
+    for (desc, n, payloads) in cases {
+        let desc = SorterDesc { merge_workgroups: Some(1), ..desc };
+        let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+        for &pairs in payloads {
+            check(&mut sorter, KeyKind::U32, Order::Ascending, pairs, &input, &format!("{desc:?}"));
+        }
     }
     assert_validation_clean();
 }

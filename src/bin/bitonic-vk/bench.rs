@@ -75,9 +75,10 @@ pub struct BenchArgs {
     /// than --max-fused).
     #[arg(long, value_name = "N")]
     local_chunk: Option<u32>,
-    /// The most workgroups of a local merge, each looping over tiles and loading the next while it
-    /// merges this one (0: one tile per workgroup; default: the device's multiprocessors where it
-    /// reports them, else 0).
+    /// The most workgroups of the tile sort and of a local merge, each looping over tiles and
+    /// loading the next while it works on this one (0: one tile per workgroup; default: the
+    /// device's multiprocessors where it reports them, else 0; on a CPU device more where a
+    /// workgroup's loops would outrun the driver's loop limit).
     #[arg(long, value_name = "N")]
     merge_groups: Option<u32>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
