@@ -10,7 +10,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
 
-use crate::context::{Context, Shared};
+use crate::context::{Context, DeviceType, Shared};
 use crate::embed::{BindDesc, BufferRegion, Extras, RecorderDesc, SortBinding, SortRecorder};
 use crate::error::{Error, Result};
 use crate::keys::{from_image, key_flags, to_image, KeyKind, KeyWidth, Order, SortKey, StableKey};
@@ -80,6 +80,12 @@ impl SorterDesc {
 
 /// The most sorts [`Sorter::time_repeated`] times in one command buffer (two queries each).
 const MAX_TIMED_REPS: u32 = 240;
+
+/// Untimed copies at the head of the calibration's command buffer on a GPU, so that its probes
+/// run at the speed of steady work: about this long ...
+const PROBE_LEAD: Duration = Duration::from_millis(300);
+/// ... in at most this many copies.
+const MAX_LEAD_COPIES: f64 = 8192.0;
 
 /// Sorts of fewer than this many tiles of the largest size get smaller tiles.
 const TILES_WANTED: usize = 32;
@@ -632,8 +638,9 @@ impl Sorter {
 
     /// Measures the pass model's costs on this device: the median over `reps` runs of a vec4 copy
     /// of `elements` u32 words (rounded down to a multiple of 4) between the sorter's two device
-    /// buffers, and of chains of `chain` empty dispatches with and without barriers. `None` where
-    /// the queue has no timestamps.
+    /// buffers, and of chains of `chain` empty dispatches with and without barriers, all in one
+    /// command buffer (on a GPU after about 0.3 s of untimed copies). `None` where the queue has
+    /// no timestamps.
     pub fn calibrate(&mut self, elements: usize, chain: u32, reps: u32) -> Result<Option<Calibration>> {
         if self.queries == vk::QueryPool::null() {
             return Ok(None);
@@ -648,33 +655,91 @@ impl Sorter {
         // The copy reads binding 0 and writes binding 1: the binding of a pair sort of the words.
         self.bind(true, KeyWidth::Bits32, words as usize * 4)?;
         let probes = self.probes()?;
-        let (copy, copy_wg) = (probes.copy, probes.copy_wg);
+        let (copy, copy_wg, empty) = (probes.copy, probes.copy_wg, probes.empty);
         let max_groups = self.max_groups;
         let layout = self.recorder.layouts().pipeline_layout;
-        let median = |mut v: Vec<Duration>| {
+        let reps = reps.max(1);
+        let record_copy = move |device: &ash::Device, cmd: vk::CommandBuffer| {
+            record::bind_pipeline(device, cmd, copy);
+            let groups = words.div_ceil(copy_wg);
+            let mut offset = 0;
+            while offset < groups {
+                let count = (groups - offset).min(max_groups);
+                let push = PushConstants { n: words, group_offset: offset, ..PushConstants::default() };
+                record::push_constants(device, cmd, layout, &push);
+                record::dispatch(device, cmd, count);
+                offset += count;
+            }
+        };
+        let chain = chain.max(1);
+        // The barrier a sort records between passes (BarrierFlavor::Memory).
+        let barrier = PassBarrier::Memory;
+        let record_chain = |device: &ash::Device, cmd: vk::CommandBuffer, with_barriers: bool| {
+            record::bind_pipeline(device, cmd, empty);
+            for i in 0..chain {
+                if with_barriers && i > 0 {
+                    barrier.record(device, cmd);
+                }
+                record::dispatch(device, cmd, 1);
+            }
+        };
+        // On a GPU, every probe runs in one command buffer after PROBE_LEAD of untimed copies (as
+        // many as a first copy says fit). A GPU that has idled needs a stretch of steady heavy
+        // work before it copies and synchronises at full speed: the first bench on an idle H100
+        // measured the copy at 1493 GB/s and a dispatch + barrier at 4.1 us with its SM clock
+        // already at 1980 MHz, and 2731 GB/s and 1.3 us right after a batch of 2^24-key sorts.
+        // Neither half a second of separate probes nor 20 ms of copies ahead of each probe changed
+        // that. A CPU device gets no lead, which would only add to its time.
+        let first = self.timed(true, record_copy)?;
+        let lead = if self.ctx.shared.info.device_type == DeviceType::Cpu {
+            0
+        } else {
+            (PROBE_LEAD.as_secs_f64() / first.as_secs_f64().max(1e-7)).ceil().min(MAX_LEAD_COPIES) as u32
+        };
+        // Per rep: the copy, the chain with barriers, the chain without; each between two
+        // timestamps, with a barrier before each so that no probe overlaps the work before it.
+        let probes_per_rep = 3;
+        let stamps = reps * probes_per_rep + 1;
+        self.ensure_queries(stamps)?;
+        self.begin()?;
+        let device = &self.ctx.shared.device;
+        let cmd = self.cmd;
+        record::reset_queries(device, cmd, self.queries, stamps);
+        record::bind_set(device, cmd, layout, self.binding().set);
+        for _ in 0..lead {
+            record_copy(device, cmd);
+            record::compute_barrier(device, cmd);
+        }
+        // Each timestamp is written once all compute work recorded before it is done.
+        record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, 0);
+        for rep in 0..reps {
+            let at = rep * probes_per_rep;
+            record_copy(device, cmd);
+            record::compute_barrier(device, cmd);
+            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, at + 1);
+            record_chain(device, cmd, true);
+            record::compute_barrier(device, cmd);
+            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, at + 2);
+            record_chain(device, cmd, false);
+            record::compute_barrier(device, cmd);
+            record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, at + 3);
+        }
+        self.finish()?;
+        let ticks = self.read_ticks(stamps as usize)?;
+        let limits = &self.ctx.shared.info.limits;
+        let probe = |rep: u32, which: u32| {
+            let at = (rep * probes_per_rep + which) as usize;
+            ticks_to_duration(ticks[at], ticks[at + 1], limits)
+        };
+        let median = |which: u32, per: u32| {
+            let mut v: Vec<Duration> = (0..reps).map(|rep| probe(rep, which) / per).collect();
             v.sort();
             v[v.len() / 2]
         };
-        let reps = reps.max(1);
-        let mut copies = Vec::new();
-        for _ in 0..reps {
-            copies.push(self.timed(true, |device, cmd| {
-                record::bind_pipeline(device, cmd, copy);
-                let groups = words.div_ceil(copy_wg);
-                let mut offset = 0;
-                while offset < groups {
-                    let count = (groups - offset).min(max_groups);
-                    let push = PushConstants { n: words, group_offset: offset, ..PushConstants::default() };
-                    record::push_constants(device, cmd, layout, &push);
-                    record::dispatch(device, cmd, count);
-                    offset += count;
-                }
-            })?);
-        }
         Ok(Some(Calibration {
-            copy_bytes_per_second: 2.0 * bytes as f64 / median(copies).as_secs_f64(),
-            dispatch_and_barrier: self.empty_chain(Some(BarrierFlavor::Memory), chain, reps)?.unwrap_or_default(),
-            dispatch_alone: self.empty_chain(None, chain, reps)?.unwrap_or_default(),
+            copy_bytes_per_second: 2.0 * bytes as f64 / median(0, 1).as_secs_f64(),
+            dispatch_and_barrier: median(1, chain),
+            dispatch_alone: median(2, chain),
         }))
     }
 

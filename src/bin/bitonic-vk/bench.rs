@@ -153,27 +153,6 @@ struct Case<'a> {
     gpu_warm_up: bool,
 }
 
-/// [`Sorter::calibrate`], after as long a warm-up of the same probes as each case gets when
-/// `warm_up` (on a GPU). Cold, the first command on an idle H100 measured the copy at 1464 GB/s
-/// and a dispatch + barrier at 3.90 us, against 2685 GB/s and 1.42 us once its clocks were up.
-pub fn calibrate_warm(
-    sorter: &mut Sorter,
-    elements: usize,
-    chain: u32,
-    reps: u32,
-    warm_up: bool,
-) -> Result<Option<Calibration>, Failure> {
-    if warm_up {
-        let warm_until = Instant::now() + WARM_UP;
-        while Instant::now() < warm_until {
-            if sorter.calibrate(elements, chain, 1)?.is_none() {
-                return Ok(None);
-            }
-        }
-    }
-    Ok(sorter.calibrate(elements, chain, reps)?)
-}
-
 pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     // Outputs first, so that an unwritable path fails before a long sweep.
     let json_out = output::stage(args.json.as_ref())?;
@@ -234,13 +213,8 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     // The pass model: bytes per pass over a vec4 copy's bandwidth, plus a dispatch and a barrier
     // per pass, both measured here and now.
     let calibration_size = if cpu_device { 1u64 << 20 } else { 1u64 << 24 }.min(max) as usize;
-    let calibration = calibrate_warm(
-        &mut sorter,
-        calibration_size,
-        if cpu_device { 50 } else { 500 },
-        if cpu_device { 3 } else { 10 },
-        !cpu_device,
-    )?;
+    let calibration =
+        sorter.calibrate(calibration_size, if cpu_device { 50 } else { 500 }, if cpu_device { 3 } else { 10 })?;
     if let Some(c) = &calibration {
         println!(
             "pass model: vec4 copy of {calibration_size} u32 moves {:.0} GB/s (read + write); empty dispatch + barrier {:.2} us, empty dispatch alone {:.2} us",

@@ -237,8 +237,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     // The bandwidth ceiling: a vec4 copy kernel over the same bytes, in this run.
     let words_per_element = args.key_type.bytes() as u64 / 4 + u64::from(args.pairs);
     let copy_words = (words_per_element * args.n).min(sorter.max_elements()) as usize;
-    let copy = crate::bench::calibrate_warm(&mut sorter, copy_words, 2, if cpu_device { 3 } else { 20 }, !cpu_device)?
-        .map(|c| c.copy_bytes_per_second);
+    let copy = sorter.calibrate(copy_words, 2, if cpu_device { 3 } else { 20 })?.map(|c| c.copy_bytes_per_second);
     if let Some(c) = copy {
         println!("vec4 copy kernel over {} bytes: {:.0} GB/s (read + write)", copy_words * 4, c / 1e9);
     }
