@@ -82,7 +82,7 @@ impl SorterDesc {
 const MAX_TIMED_REPS: u32 = 240;
 
 /// Untimed copies at the head of the calibration's command buffer on a GPU, so that its probes
-/// run at the speed of steady work: about this long ...
+/// follow steady work rather than an idle GPU: about this long ...
 const PROBE_LEAD: Duration = Duration::from_millis(300);
 /// ... in at most this many copies.
 const MAX_LEAD_COPIES: f64 = 8192.0;
@@ -684,12 +684,12 @@ impl Sorter {
             }
         };
         // On a GPU, every probe runs in one command buffer after PROBE_LEAD of untimed copies (as
-        // many as a first copy says fit). A GPU that has idled needs a stretch of steady heavy
-        // work before it copies and synchronises at full speed: the first bench on an idle H100
-        // measured the copy at 1493 GB/s and a dispatch + barrier at 4.1 us with its SM clock
-        // already at 1980 MHz, and 2731 GB/s and 1.3 us right after a batch of 2^24-key sorts.
-        // Neither half a second of separate probes nor 20 ms of copies ahead of each probe changed
-        // that. A CPU device gets no lead, which would only add to its time.
+        // many as a first copy says fit), so that no host round trip sits between the probes and
+        // the work ahead of them. Early in the first process on a fresh H100 the probes often read
+        // about half speed (a copy at 1493 GB/s, a dispatch + barrier at 4.1 us, with the SM clock
+        // already at 1980 MHz; 2731 GB/s and 1.3 us right after a batch of 2^24-key sorts). The
+        // lead avoided that on one of three fresh machines; docs/PERFORMANCE.md has the runs. A
+        // CPU device gets no lead, which would only add to its time.
         let first = self.timed(true, record_copy)?;
         let lead = if self.ctx.shared.info.device_type == DeviceType::Cpu {
             0
