@@ -22,15 +22,15 @@ const PUSH_FIELDS: &[(&str, &str)] = &[
     ),
     (
         "inc",
-        "global_merge: comparator stride, a power of two >= TILE; unused by the local kernels",
+        "global_merge: comparator stride, a power of two >= TILE; segment_merge: 2^q, q the element bit of its high run's smallest stride; unused by the other kernels",
     ),
     (
         "dir",
-        "global_merge: 1 = first substage of a stage, i is compared with its mirror in its block of 2*inc (the flip); 0 = i is compared with i + inc; every comparator puts the smaller image first",
+        "global_merge: 1 = first substage of a stage, i is compared with its mirror in its block of 2*inc (the flip); 0 = i is compared with i + inc; segment_merge: 1 = it runs a stage's flip; every comparator puts the smaller image first",
     ),
     (
         "log_block",
-        "tile_sort: log2 of the largest block it sorts, 0..=log2(TILE); unused by the other kernels",
+        "tile_sort: log2 of the largest block it sorts, 0..=log2(TILE); segment_merge: its shape, low-run bits | high-run bits << SEGMENT_HIGH_SHIFT | SEGMENT_TAIL; unused by the other kernels",
     ),
     (
         "group_offset",
@@ -55,6 +55,8 @@ const SHARED_CONSTANTS: &[(&str, u32, &str)] = &[
         0x10,
         "the kernel maps order images back to keys as it stores them (last pass of a sort)",
     ),
+    ("SEGMENT_HIGH_SHIFT", 8, "segment_merge: where its high-run length sits in `log_block`"),
+    ("SEGMENT_TAIL", 0x10000, "segment_merge: bit of `log_block` set when it first runs its low run's half-cleaners"),
 ];
 
 /// Builds: every sorting kernel is compiled once per key width, payload and variant, with the

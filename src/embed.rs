@@ -108,6 +108,8 @@ pub struct RecorderDesc {
     pub local_chunk_substages: Option<u32>,
     /// The most workgroups of the tile sort and of a local merge; see [`crate::SorterDesc`].
     pub merge_workgroups: Option<u32>,
+    /// Plans sorts in segment passes after the tile sort; see [`crate::SorterDesc`].
+    pub segment_merges: Option<bool>,
 }
 
 impl Default for RecorderDesc {
@@ -120,6 +122,7 @@ impl Default for RecorderDesc {
             local_workgroup_size: None,
             local_chunk_substages: None,
             merge_workgroups: None,
+            segment_merges: None,
         }
     }
 }
@@ -182,6 +185,9 @@ pub struct SortRecorder {
     /// The most workgroups of the tile sort and of a local merge without windows
     /// (`Plan::persistent_merges`).
     merge_groups: u32,
+    /// Plans are `Plan::segmented` (Some(true)), never (Some(false)), or where
+    /// `plan::segments_pay` says (None).
+    segments: Option<bool>,
     /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
     cpu: bool,
     cache: vk::PipelineCache,
@@ -239,6 +245,7 @@ impl SortRecorder {
         let merge_groups = desc.merge_workgroups.unwrap_or(info.limits.multiprocessors);
         Ok(SortRecorder {
             merge_groups,
+            segments: desc.segment_merges,
             cpu: info.device_type == DeviceType::Cpu,
             kernels: Vec::new(),
             layouts,
@@ -410,6 +417,11 @@ impl SortRecorder {
         if self.merge_groups > 0 && capacity.div_ceil(geometry.tile()) > self.merge_groups {
             self.kernels[index].make_persistent_tile_sort(&self.layouts, self.cache)?;
         }
+        let narrow = build.payload == Payload::Keys && build.width == KeyWidth::Bits32;
+        let maybe = self.segments.unwrap_or(narrow && self.info.limits.multiprocessors > 0);
+        if maybe && capacity > geometry.tile() {
+            self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
+        }
         Ok(index)
     }
 
@@ -540,8 +552,22 @@ impl SortRecorder {
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let kernels = &self.kernels[binding.kernels];
-        let plan = Plan::new(n, kernels.geometry, key_flags(kind, order))?;
+        let plan = self.new_plan(n, kernels.geometry, kernels.build, key_flags(kind, order))?;
         Ok(self.persistent(plan, kernels.local_wg))
+    }
+
+    /// The passes of a sort of n elements with this geometry and build: [`Plan::segmented`] where
+    /// the recorder was asked for segment passes, or by default where [`plan::segments_pay`] says
+    /// so; else [`Plan::new`].
+    pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
+        let narrow = build.payload == Payload::Keys && build.width == KeyWidth::Bits32;
+        let segments =
+            self.segments.unwrap_or_else(|| plan::segments_pay(n, &geometry, narrow, self.info.limits.multiprocessors));
+        if segments {
+            Plan::segmented(n, geometry, key_flags)
+        } else {
+            Plan::new(n, geometry, key_flags)
+        }
     }
 
     /// Caps a plan's tile sort and local merges at this recorder's merge workgroups, each looping

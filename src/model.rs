@@ -5,7 +5,7 @@
 //! dispatches with no barrier between them.
 
 use crate::keys::{from_image, to_image};
-use crate::plan::{Geometry, PassKind};
+use crate::plan::{Geometry, PassKind, Segment};
 use crate::push::{PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
 use crate::record::Encoder;
 
@@ -223,6 +223,30 @@ fn half_cleaners(comparators: &mut Vec<(u32, u32)>, base: u32, tile: u32, limit:
     }
 }
 
+/// The substages of a segment in local indices, as (lower, upper) local index pairs in the order
+/// glsl/segment_merge.comp runs them: the tail's half-cleaners (strides 2^(low-1) .. 1), the
+/// flip of blocks of 2^u (c against c ^ (2^u - 1)), the high run's half-cleaners (strides
+/// 2^(low+high-1) .. 2^low); over every local element of a tile of `tile`.
+fn segment_local_comparators(segment: &Segment, tile: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let half_cleaner = |out: &mut Vec<(u32, u32)>, stride: u32| {
+        out.extend((0..tile).filter(|c| c & stride == 0).map(|c| (c, c | stride)));
+    };
+    if segment.tail {
+        for j in (0..segment.low).rev() {
+            half_cleaner(&mut out, 1 << j);
+        }
+    }
+    if segment.flip {
+        let u = segment.used_bits();
+        out.extend((0..tile).filter(|c| c & (1 << (u - 1)) == 0).map(|c| (c, c ^ ((1 << u) - 1))));
+    }
+    for j in (segment.low..segment.low + segment.high).rev() {
+        half_cleaner(&mut out, 1 << j);
+    }
+    out
+}
+
 /// The comparators and accesses of one dispatch, following the shaders' index rules.
 fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
     let n = push.n;
@@ -281,6 +305,24 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 }
                 touched.extend(base..n.min(base + span));
             }
+            PassKind::SegmentMerge => {
+                // Workgroup `group` holds the elements Segment::element names; a workgroup whose
+                // lowest element is virtual returns at once.
+                let segment = Segment::decode(&push);
+                let index: Vec<u64> =
+                    (0..geometry.tile()).map(|c| segment.element(geometry.tile_log2, group, c)).collect();
+                if index[0] >= u64::from(n) {
+                    continue;
+                }
+                for (lo, hi) in segment_local_comparators(&segment, geometry.tile()) {
+                    let (a, b) = (index[lo as usize], index[hi as usize]);
+                    assert!(a < b, "{segment:?}: local {lo} < {hi} but elements {a} >= {b}");
+                    if b < u64::from(n) {
+                        comparators.push((a as u32, b as u32));
+                    }
+                }
+                touched.extend(index.into_iter().filter(|&i| i < u64::from(n)).map(|i| i as u32));
+            }
             PassKind::TileSort | PassKind::LocalMerge => {
                 // Workgroup `group` sorts or merges tile `group`; a persistent one then tiles
                 // group + inc, group + 2 inc, ...: a local merge with push.inc > 0, the tile sort's
@@ -325,7 +367,11 @@ mod tests {
         RecordOptions { max_groups_per_dispatch: u32::MAX, drop_barrier_before_pass: None };
 
     fn trace(n: u32, geometry: Geometry, flags: u32, options: RecordOptions) -> (Plan, Trace) {
-        let plan = Plan::new(n, geometry, flags).expect("a valid geometry");
+        trace_of(Plan::new(n, geometry, flags).expect("a valid geometry"), options)
+    }
+
+    fn trace_of(plan: Plan, options: RecordOptions) -> (Plan, Trace) {
+        let (n, geometry) = (plan.n, plan.geometry);
         let mut recording = Recording::default();
         record_passes(&mut recording, &plan, &options);
         (plan.clone(), Trace::expand(&recording, n, geometry))
@@ -625,5 +671,91 @@ mod tests {
         let all = |t: &Trace| t.dispatches().flat_map(|d| d.comparators.clone()).collect::<Vec<_>>();
         assert_eq!(all(&whole), all(&parts));
         assert!(parts.dispatches().count() > whole.dispatches().count());
+    }
+
+    #[test]
+    fn segmented_plans_sort_every_zero_one_input_up_to_18_elements() {
+        for tile_log2 in 1..=4 {
+            let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
+            for n in 0..=18u32 {
+                let flags = key_flags(KeyKind::U32, Order::Ascending);
+                let (plan, trace) = trace_of(Plan::segmented(n, geometry, flags).expect("valid"), ALL_GROUPS);
+                assert_eq!(trace.hazards(), vec![], "t={tile_log2} n={n}");
+                for first in (0..1u64 << n).step_by(64) {
+                    let live = ((1u64 << n) - first).min(64);
+                    let mut lanes: Vec<u64> =
+                        (0..n).map(|i| (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b))).collect();
+                    trace.run_bitsliced(&mut lanes);
+                    let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
+                    for i in 1..n as usize {
+                        let unsorted = lanes[i - 1] & !lanes[i] & live_lanes;
+                        assert_eq!(unsorted, 0, "t={tile_log2} n={n} from {first:#b}: unsorted at {i} ({plan:?})");
+                    }
+                    for b in 0..live {
+                        let ones = lanes.iter().map(|w| (w >> b) & 1).sum::<u64>();
+                        assert_eq!(ones, u64::from((first + b).count_ones()), "t={tile_log2} n={n} lane {b}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn segmented_plans_sort_random_pairs_and_cover_each_element_once_per_pass() {
+        // Every length up to 20 tiles and a few larger ones, split dispatches of 3 workgroups:
+        // no hazard, no element in two workgroups of a segment pass, every real element in one,
+        // keys and pairs sorted in both orders.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e9);
+        for tile_log2 in 1..=5 {
+            let geometry = Geometry { tile_log2, global_wg: 2, fused: 4 };
+            let tile = geometry.tile();
+            let options = RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None };
+            let sizes = (0..=20 * tile).chain([100 * tile + 3, 129 * tile - 1, 256 * tile]);
+            for n in sizes.filter(|n| *n < 1 << 14) {
+                for order in [Order::Ascending, Order::Descending] {
+                    let flags = key_flags(KeyKind::I32, order);
+                    let plan = Plan::segmented(n, geometry, flags).expect("valid");
+                    let what = format!("t={tile_log2} n={n} {order:?}");
+                    let (plan, trace) = trace_of(plan, options);
+                    assert_eq!(trace.hazards(), vec![], "{what}");
+                    for pass in plan.passes.iter().skip(1) {
+                        assert_eq!(pass.kind, PassKind::SegmentMerge, "{what}");
+                        assert!(Segment::decode(&pass.push).used_bits() <= tile_log2, "{what}");
+                    }
+                    let mut seen = vec![0u32; n as usize];
+                    for (index, d) in trace.dispatches().enumerate().filter(|(_, d)| d.kind == PassKind::SegmentMerge) {
+                        for &i in &d.touched {
+                            assert!(seen[i as usize] <= index as u32, "{what}: {i} twice in one pass");
+                            seen[i as usize] = index as u32 + 1;
+                        }
+                    }
+                    let input: Vec<u32> =
+                        (0..n).map(|_| [0, 1, 0x8000_0000, u32::MAX, rng.random()][rng.random_range(0..5)]).collect();
+                    let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                    trace.run(&mut keys, Some(&mut values));
+                    check_pairs(KeyKind::I32, order, &input, &keys, &values, &what);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn segmented_plans_take_about_one_pass_per_tile_of_substages() {
+        // After the tile sort, every segment but a stage's last runs log2(tile) substages or
+        // carries its low run; at the sizes the planner's doc names: 8 and 11 passes.
+        let plan = |n: u32, tile_log2| {
+            Plan::segmented(n, Geometry { tile_log2, global_wg: 256, fused: 5 }, 0).expect("valid").passes.len()
+        };
+        assert_eq!(plan(1 << 16, 11), 8);
+        assert_eq!(plan(1 << 20, 13), 11);
+        let classic = Plan::new(1 << 16, Geometry { tile_log2: 11, global_wg: 256, fused: 5 }, 0).expect("valid");
+        assert_eq!(classic.passes.len(), 11);
+        // No more substages than the network has, none fewer.
+        for (n, t) in [(1u32 << 16, 11), (1 << 20, 13), (1 << 24, 13), (3 << 20, 12), (1 << 31, 13)] {
+            let plan = Plan::segmented(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0).expect("valid");
+            let levels = 32 - (n - 1).leading_zeros();
+            let run: u32 = plan.passes.iter().skip(1).map(|p| Segment::decode(&p.push).substages()).sum();
+            assert_eq!(run, (t + 1..=levels).sum::<u32>(), "n={n} t={t}");
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Layouts and compute pipelines of the three kernels, specialised for a device's limits. Each
+//! Layouts and compute pipelines of the four kernels, specialised for a device's limits. Each
 //! object destroys what it created and nothing else.
 
 use ash::vk;
@@ -224,6 +224,8 @@ pub(crate) struct Kernels {
     /// The PERSISTENT build of tile_sort, null until made.
     tile_sort_persistent: vk::Pipeline,
     local_merge: vk::Pipeline,
+    /// segment_merge, null until made.
+    segment_merge: vk::Pipeline,
     /// local_merge specialised for windows of two and of four tiles (`WINDOW` = 1, 2).
     local_merge_window: [vk::Pipeline; 2],
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
@@ -253,6 +255,7 @@ impl Kernels {
             tile_sort: vk::Pipeline::null(),
             tile_sort_persistent: vk::Pipeline::null(),
             local_merge: vk::Pipeline::null(),
+            segment_merge: vk::Pipeline::null(),
             local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
@@ -294,6 +297,17 @@ impl Kernels {
         Ok(())
     }
 
+    /// Makes segment_merge, for segmented plans (`Plan::segmented`), unless it is made already.
+    pub fn make_segment_merge(&mut self, layouts: &Layouts, cache: vk::PipelineCache) -> Result<()> {
+        if self.segment_merge == vk::Pipeline::null() {
+            let Build { payload, width, variant } = self.build;
+            let local = [self.local_wg, self.geometry.tile(), self.chunk, 0];
+            let code = spirv(PassKind::SegmentMerge, payload, width, variant);
+            self.segment_merge = create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &local)?;
+        }
+        Ok(())
+    }
+
     /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
     /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles; for `TileSort` with
     /// `substages` 1, the one whose workgroups loop over tiles (made by
@@ -308,6 +322,10 @@ impl Kernels {
             PassKind::LocalMerge if substages > 0 => self.local_merge_window[(substages.min(2) - 1) as usize],
             PassKind::LocalMerge => self.local_merge,
             PassKind::GlobalMerge => self.global_merge[(substages.clamp(1, MAX_FUSED) - 1) as usize],
+            PassKind::SegmentMerge => {
+                debug_assert!(self.segment_merge != vk::Pipeline::null(), "segment_merge not made");
+                self.segment_merge
+            }
         }
     }
 }
@@ -350,7 +368,7 @@ fn create_pipeline(
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        let local = [self.tile_sort, self.tile_sort_persistent, self.local_merge];
+        let local = [self.tile_sort, self.tile_sort_persistent, self.local_merge, self.segment_merge];
         for p in local.into_iter().chain(self.local_merge_window).chain(self.global_merge) {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.

@@ -22,15 +22,20 @@
 //! down to 1 in turn. Where handing it the strides 2T and T instead saves a pass (k - t - 2 a
 //! multiple of F) and the sort has at least [`WINDOW2_MIN_TILES`] tiles, it takes windows of four
 //! tiles the same way.
+//!
+//! [`Plan::segmented`] cuts the same network differently after the tile sort: into
+//! `SegmentMerge` passes, each a run of consecutive substages (the end of one stage, the next
+//! stage's flip and its largest strides) on cosets of a tile's size, about one pass per log2(tile)
+//! substages ([`Segment`]).
 
 use crate::error::{Error, Result};
-use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
+use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD, SEGMENT_HIGH_SHIFT, SEGMENT_TAIL};
 
 /// The most elements one sort can take: the shaders index with 32-bit unsigned integers and the
 /// flip of the last stage needs 2 * 2^30 to fit.
 pub const MAX_ELEMENTS: u64 = 1 << 31;
 
-/// The three kernels, one per kind of pass.
+/// The four kernels, one per kind of pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PassKind {
     /// Sorts each tile in shared memory (stages 1..=log2 tile); the first pass of every sort.
@@ -39,11 +44,15 @@ pub enum PassKind {
     GlobalMerge,
     /// The substages with strides below a tile, in shared memory; the last pass of a stage.
     LocalMerge,
+    /// A run of substages that may cross one stage boundary, on cosets of a tile's size in
+    /// shared memory ([`Segment`]); every pass after the tile sort of a [`Plan::segmented`] plan.
+    SegmentMerge,
 }
 
 impl PassKind {
     /// Every kind, in the order the pipelines are kept.
-    pub const ALL: [PassKind; 3] = [PassKind::TileSort, PassKind::GlobalMerge, PassKind::LocalMerge];
+    pub const ALL: [PassKind; 4] =
+        [PassKind::TileSort, PassKind::GlobalMerge, PassKind::LocalMerge, PassKind::SegmentMerge];
 
     /// The kernel's name as in `glsl/`.
     pub fn name(self) -> &'static str {
@@ -51,6 +60,7 @@ impl PassKind {
             PassKind::TileSort => "tile_sort",
             PassKind::GlobalMerge => "global_merge",
             PassKind::LocalMerge => "local_merge",
+            PassKind::SegmentMerge => "segment_merge",
         }
     }
 }
@@ -143,7 +153,8 @@ pub struct Pass {
     /// `push.inc >> (substages - 1)`). `LocalMerge`: w when it takes windows of 2^w tiles (w = 1
     /// or 2) and runs the w substages of strides `push.inc` (the tile << (w-1)) down to the tile
     /// itself, else 0. `TileSort`: 1 where its workgroups loop over tiles (`push.inc` > 0, the
-    /// PERSISTENT build of the kernel: [`Plan::persistent_merges`]), else 0.
+    /// PERSISTENT build of the kernel: [`Plan::persistent_merges`]), else 0. `SegmentMerge`: 0
+    /// (its shape is in the push constants: [`Segment::decode`]).
     pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
     pub stage: u32,
@@ -291,6 +302,204 @@ impl Plan {
     pub fn last_flip_pass(&self) -> Option<usize> {
         self.passes.iter().rposition(|p| p.kind != PassKind::TileSort && p.push.dir == 1)
     }
+}
+
+/// The shortest run of consecutive elements a [`Segment`] pass moves at a time where it chooses
+/// (its low run when it carries one): 8 elements, a 32-byte sector of 4-byte keys.
+pub const SEGMENT_MIN_RUN_LOG2: u32 = 3;
+
+/// The shape of a `SegmentMerge` pass. The network's substages, in order, each compare element i
+/// with i ^ v for one vector v over the index bits: the flip of stage k takes v = 2^k - 1, a
+/// half-cleaner of stride 2^j takes v = 2^j. A segment runs a run of consecutive substages whose
+/// vectors span at most log2(TILE) dimensions, so that each workgroup can hold one coset of their
+/// span (2^u elements, u = `low` + `high` + `flip`; 2^(log2 TILE - u) such cosets) in shared memory:
+///
+/// - local bits 0 .. `low`: element bits 0 .. `low` (the low run; `tail`: its half-cleaners,
+///   strides 2^(low-1) .. 1, run first, the end of a stage);
+/// - local bits `low` .. `low` + `high`: element bits `high_bit` .. `high_bit` + `high` (the high
+///   run), whose half-cleaners run last, from the largest stride down;
+/// - with `flip`, local bit u - 1 applies the vector 2^P + (2^high_bit - 2^low), with P =
+///   `high_bit` + `high`: the flip of the stage of blocks 2^(P+1), run after the tail and before
+///   the high run. Every element bit between the two runs is complemented with it, so that in
+///   local indices the flip pairs c with c ^ (2^u - 1), as a tile's flip does;
+/// - the other element bits (between the runs, and above) number the cosets: from the workgroup
+///   and the local bits at or above u.
+///
+/// Each basis vector has its own highest bit and no other basis vector sets it, so of two
+/// elements that differ by one substage's vector the one at the lower local index is at the lower
+/// element index: every comparator in local indices puts the smaller image first, as in a tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Length of the low run (element bits 0 .. low).
+    pub low: u32,
+    /// The low run's half-cleaners run first (the last substages of a stage).
+    pub tail: bool,
+    /// A stage's flip runs after the tail.
+    pub flip: bool,
+    /// Lowest element bit of the high run.
+    pub high_bit: u32,
+    /// Length of the high run.
+    pub high: u32,
+}
+
+impl Segment {
+    /// Local index bits the substages use: u; the cosets of one workgroup take the rest.
+    pub fn used_bits(&self) -> u32 {
+        self.low + self.high + u32::from(self.flip)
+    }
+
+    /// Substages the segment runs.
+    pub fn substages(&self) -> u32 {
+        u32::from(self.tail) * self.low + u32::from(self.flip) + self.high
+    }
+
+    /// The push constants' `inc`, `dir` and `log_block` for this shape.
+    fn encode(&self) -> (u32, u32, u32) {
+        let tail = if self.tail { SEGMENT_TAIL } else { 0 };
+        (1 << self.high_bit, u32::from(self.flip), self.low | self.high << SEGMENT_HIGH_SHIFT | tail)
+    }
+
+    /// The shape a pass's push constants carry.
+    pub fn decode(push: &PushConstants) -> Segment {
+        Segment {
+            low: push.log_block & 31,
+            tail: push.log_block & SEGMENT_TAIL != 0,
+            flip: push.dir != 0,
+            high_bit: push.inc.trailing_zeros(),
+            high: (push.log_block >> SEGMENT_HIGH_SHIFT) & 31,
+        }
+    }
+
+    /// Element index of local element `c` of workgroup `group`, with tiles of 2^`tile_log2`
+    /// (`element_of` in glsl/segment_merge.comp).
+    pub fn element(&self, tile_log2: u32, group: u32, c: u32) -> u64 {
+        let (a, m, q) = (self.low, self.high, self.high_bit);
+        let u = self.used_bits();
+        let coset = (u64::from(c) >> u) | (u64::from(group) << (tile_log2 - u));
+        let gap = q - a;
+        let c = u64::from(c);
+        let mut e = (c & ((1 << a) - 1))
+            | (((c >> a) & ((1 << m) - 1)) << q)
+            | ((coset & ((1 << gap) - 1)) << a)
+            | ((coset >> gap) << (q + m + u32::from(self.flip)));
+        if self.flip && (c >> (u - 1)) & 1 != 0 {
+            e ^= (1 << (q + m)) | (((1 << q) - 1) ^ ((1 << a) - 1));
+        }
+        e
+    }
+
+    /// Workgroups whose lowest element (local element 0) is below n: the ones a pass of n
+    /// elements runs. That element grows with the workgroup.
+    fn workgroups(&self, n: u32, tile_log2: u32, levels: u32) -> u32 {
+        let (mut lo, mut hi) = (0u64, 1u64 << levels.saturating_sub(tile_log2));
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.element(tile_log2, mid as u32, 0) < u64::from(n) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        u32::try_from(lo).expect("at most 2^31 / 2 workgroups")
+    }
+}
+
+impl Plan {
+    /// Plans the sort of `n` elements as [`Plan::new`] does up to the tile sort, then in
+    /// [`Segment`] passes: each runs as many of the following substages as one coset of a tile's
+    /// size holds, crossing a stage boundary where it falls inside (the last substages of a stage,
+    /// the next stage's flip, the first of its half-cleaners). About (substages left) / log2(tile)
+    /// passes instead of two or more per stage: at 2^16 elements in tiles of 2048, 8 passes
+    /// instead of 11; at 2^20 in tiles of 8192, 11 instead of 17. Where a segment starts with a
+    /// stage's flip or inside its strides of a tile and more, it carries a low run of
+    /// [`SEGMENT_MIN_RUN_LOG2`] bits that it does not compare, so that it moves runs of 8
+    /// consecutive elements, and it leaves at least that many substages to the next segment's tail.
+    pub fn segmented(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
+        let mut plan = Plan::new(n, geometry, key_flags)?;
+        let t = geometry.tile_log2;
+        let levels = ceil_log2(u64::from(n));
+        if levels <= t {
+            return Ok(plan);
+        }
+        plan.passes.truncate(1);
+        let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
+        let run = SEGMENT_MIN_RUN_LOG2.min(t - 1);
+        // Where the network stands: stage `stage`, its flip next (None) or its half-cleaners of
+        // strides 2^p .. 1 (Some(p)).
+        let mut stage = t + 1;
+        let mut next: Option<u32> = None;
+        loop {
+            let (segment, ends_in) = match next {
+                None => {
+                    // The flip and the largest strides of `stage`, over a carried low run.
+                    let high = (t - 1 - run).min(stage - 1 - run);
+                    let high_bit = stage - 1 - high;
+                    next = Some(high_bit - 1);
+                    (Segment { low: run, tail: false, flip: true, high_bit, high }, stage)
+                }
+                Some(p) if p + 1 > t => {
+                    // Strides of a tile and more, within a stage, over a carried low run.
+                    let high = t - run;
+                    let high_bit = p + 1 - high;
+                    next = Some(high_bit - 1);
+                    (Segment { low: run, tail: false, flip: false, high_bit, high }, stage)
+                }
+                Some(p) if stage == levels || p + 1 == t => {
+                    // The stage's last strides alone: the last pass of the sort, or a tail that
+                    // fills the tile.
+                    let low = p + 1;
+                    let ends = stage;
+                    stage += 1;
+                    next = None;
+                    (Segment { low, tail: true, flip: false, high_bit: low, high: 0 }, ends)
+                }
+                Some(p) => {
+                    // The stage's last strides, then the next stage's flip and largest strides.
+                    let low = p + 1;
+                    let high = (t - 1 - low).min(stage - low);
+                    let high_bit = stage - high;
+                    stage += 1;
+                    next = Some(high_bit - 1);
+                    (Segment { low, tail: true, flip: true, high_bit, high }, stage)
+                }
+            };
+            let (inc, dir, log_block) = segment.encode();
+            // Only the last stage's tail moves past the last stage.
+            let last = stage > levels;
+            plan.passes.push(Pass {
+                kind: PassKind::SegmentMerge,
+                substages: 0,
+                stage: ends_in,
+                workgroups: segment.workgroups(n, t, levels),
+                push: PushConstants {
+                    inc,
+                    dir,
+                    log_block,
+                    flags: key_flags | if last { FLAG_FROM_IMAGE_ON_STORE } else { 0 },
+                    ..base
+                },
+            });
+            if last {
+                return Ok(plan);
+            }
+        }
+    }
+}
+
+/// Whether a sort takes [`Plan::segmented`] by default (`SorterDesc::segment_merges` unset): for
+/// 4-byte keys alone (`narrow_keys`) on a device that reports its `multiprocessors`, in sorts of
+/// 3 to `multiprocessors` tiles (one tile per workgroup everywhere; with more, the other plan's
+/// local merges loop over tiles and load ahead, which segments do not) whose tiles hold at most
+/// 4096 elements or number more than half the multiprocessors. An empirical rule, from the H100
+/// (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and without
+/// segments, two processes each, alternating; docs/PERFORMANCE.md): u32 keys gained at 2^15
+/// (-3.5 %), 100000 (-18 %), 2^16 (-13 %), 2^17 (-2 %), 786432 (-8 %) and 2^20 (-11 %), tied at
+/// 2^13 (4 tiles), and lost at 2^12 (2 tiles, 3 passes either way: +10 %), at 2^18 and 2^19 (32
+/// and 64 tiles of 8192: +6 and +3 %) and from 1.5 M up (+4 to +7 %). Pairs gained at some sizes
+/// and lost at others, and stay on the other plan.
+pub fn segments_pay(n: u32, geometry: &Geometry, narrow_keys: bool, multiprocessors: u32) -> bool {
+    let tiles = n.div_ceil(geometry.tile());
+    narrow_keys && tiles > 2 && tiles <= multiprocessors && (geometry.tile_log2 <= 12 || 2 * tiles > multiprocessors)
 }
 
 /// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
@@ -606,6 +815,32 @@ mod tests {
                     assert_eq!(groups(n, low, m), brute, "n={n} low={low} m={m}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn segments_are_the_default_only_where_they_paid_on_the_h100() {
+        // The sizes measured, with the tiles the sorter gives them (32 wanted, at least 2048).
+        let on = |n: u32, tile_log2, narrow, sms| {
+            segments_pay(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, narrow, sms)
+        };
+        for (n, t, pays) in [
+            (1 << 12, 11, false),
+            (1 << 13, 11, true),
+            (1 << 15, 11, true),
+            (100_000, 11, true),
+            (1 << 16, 11, true),
+            (1 << 17, 12, true),
+            (1 << 18, 13, false),
+            (1 << 19, 13, false),
+            (786_432, 13, true),
+            (1 << 20, 13, true),
+            (1_500_000, 13, false),
+            (1 << 24, 13, false),
+        ] {
+            assert_eq!(on(n, t, true, 132), pays, "n={n}");
+            assert!(!on(n, t, false, 132), "pairs and 8-byte keys: n={n}");
+            assert!(!on(n, t, true, 0), "a device without a multiprocessor count: n={n}");
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::pipelines::{KernelOptions, Probes};
 use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
 use crate::push::PushConstants;
 use crate::record::{self, BarrierFlavor, Encoder as _, PassBarrier};
-use crate::shaders::Payload;
+use crate::shaders::{Build, Payload, Variant};
 
 /// How to create a [`Sorter`].
 #[derive(Clone, Debug, Default)]
@@ -46,6 +46,13 @@ pub struct SorterDesc {
     /// per workgroup. On a CPU device a pass takes more workgroups where one would loop over more
     /// tiles than the driver's loops allow (`plan::CPU_LOOP_LIMIT`). A tuning knob for `bench`.
     pub merge_workgroups: Option<u32>,
+    /// Plan every pass after the tile sort as a segment pass ([`crate::plan::Plan::segmented`]): a
+    /// run of substages that may cross a stage boundary, on cosets of a tile's size in shared
+    /// memory, about one pass per log2(tile) substages instead of two or more per stage.
+    /// `Some(true)` always, `Some(false)` never; by default where they paid on the H100
+    /// ([`crate::plan::segments_pay`]: 4-byte keys alone, in sorts of up to one tile per
+    /// multiprocessor, on a device that reports its multiprocessors).
+    pub segment_merges: Option<bool>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -325,6 +332,7 @@ impl Sorter {
             local_workgroup_size: options.local_workgroup_size,
             local_chunk_substages: options.local_chunk,
             merge_workgroups: desc.merge_workgroups,
+            segment_merges: desc.segment_merges,
         };
         // Validates the tile options before anything else is created.
         let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
@@ -411,7 +419,8 @@ impl Sorter {
         self.check_size(n, kind.width())?;
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
         let (geometry, local_wg) = self.recorder.geometry(payload, kind.width(), n as u32)?;
-        let plan = Plan::new(n as u32, geometry, key_flags(kind, order))?;
+        let build = Build { payload, width: kind.width(), variant: Variant::Lean };
+        let plan = self.recorder.new_plan(n as u32, geometry, build, key_flags(kind, order))?;
         Ok(self.recorder.persistent(plan, local_wg))
     }
 

@@ -216,6 +216,14 @@ fn the_embedded_builds_take_persistent_tile_sorts_and_local_merges() {
     records_sorts(&RecorderDesc { max_tile: Some(8), merge_workgroups: Some(3), ..RecorderDesc::default() });
 }
 
+/// Tiles of 8 with every pass after the tile sort a segment pass: a GPU-side count (sort 3, whose
+/// virtual elements lie among a segment's real ones), batches (sort 5) and 8-byte keys (sort 6)
+/// through segment_merge's batched builds.
+#[test]
+fn the_embedded_builds_take_segment_passes() {
+    records_sorts(&RecorderDesc { max_tile: Some(8), segment_merges: Some(true), ..RecorderDesc::default() });
+}
+
 fn records_sorts(desc: &RecorderDesc) {
     let r = Renderer::new();
     let a = r.alignment();

@@ -480,6 +480,40 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
 }
 
 #[test]
+fn segment_passes_sort_every_key_type_order_and_payload() {
+    // Every pass after the tile sort a segment pass (Plan::segmented): the default tiles, small
+    // tiles with split dispatches, chunks of 3 substages (cross chunks with a tail of two), of 2
+    // and of 1 (no cross chunk), and a persistent tile sort before the segments. Sizes with a
+    // partial last tile put virtual elements among a segment's real ones.
+    let mut rng = rng("segments");
+    for (max_tile, max_groups, max_fused, merge_groups, sizes) in [
+        (None, None, None, None, &[2usize, 1000, 8193, 65_536, 100_003][..]),
+        (Some(64), Some(3), None, None, &[65, 1000, 40_033][..]),
+        (Some(256), None, Some(3), Some(2), &[1000, 10_007][..]),
+        (Some(16), Some(2), Some(2), None, &[17, 1000][..]),
+        (Some(128), None, Some(1), None, &[10_007][..]),
+    ] {
+        let desc = SorterDesc {
+            max_tile,
+            max_workgroups_per_dispatch: max_groups,
+            max_fused_substages: max_fused,
+            merge_workgroups: merge_groups,
+            segment_merges: Some(true),
+            ..SorterDesc::default()
+        };
+        let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        for &n in sizes {
+            let plan = sorter.plan(n, false, KeyKind::U32, Order::Ascending).expect("a plan");
+            let kinds: Vec<&str> = plan.passes.iter().skip(1).map(|p| p.kind.name()).collect();
+            assert!(kinds.iter().all(|k| *k == "segment_merge"), "{desc:?} n={n}: {kinds:?}");
+            let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+            check_all(&mut sorter, |_| input.clone(), &format!("{desc:?} n={n}"));
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
 fn persistent_tile_sorts_and_merges_never_outrun_a_cpu_drivers_loop_limit() {
     // One workgroup for 4096 tiles of 256: a workgroup of the tile sort or of a local merge
     // looping over all of them ran its inner loops past the 65535 iterations after which lavapipe

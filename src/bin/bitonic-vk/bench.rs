@@ -81,6 +81,12 @@ pub struct BenchArgs {
     /// workgroup's loops would outrun the driver's loop limit).
     #[arg(long, value_name = "N")]
     merge_groups: Option<u32>,
+    /// Every pass after the tile sort as a segment pass (on), or none (off): a run of substages
+    /// that may cross a stage boundary, on cosets of a tile's size in shared memory, fewer passes.
+    /// Default: where they paid on the H100 (u32/i32/f32 keys alone, up to one tile per
+    /// multiprocessor).
+    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
+    segments: Option<bool>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -166,6 +172,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         local_workgroup_size: args.local_wg,
         local_chunk_substages: args.local_chunk,
         merge_workgroups: args.merge_groups,
+        segment_merges: args.segments,
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };

@@ -1,0 +1,215 @@
+#version 450
+// segment_merge: a run of consecutive substages of the network on cosets of TILE elements, in
+// shared memory (Segment in src/plan.rs says which runs and why each is closed on a coset). Each
+// workgroup loads the elements element_of names, runs in local indices
+//   - with SEGMENT_TAIL, the half-cleaners of strides 2^(low-1) .. 1 (the end of a stage),
+//   - with pc.dir, the flip of blocks of 2^u, u = low + high + 1 (the next stage's flip),
+//   - the half-cleaners of strides 2^(low+high-1) .. 2^low (the high run),
+// in chunks of up to FUSED in registers as the tile kernels run theirs, and stores them back. In
+// local indices every comparator puts the smaller image first, as in a tile.
+// Push constants used: n, inc (2^high_bit), dir (flip), log_block (the shape), group_offset,
+// flags (count; FLAG_FROM_IMAGE_ON_STORE on the last pass of a sort).
+#include "local.glsl"
+
+uint segment_low() {
+    return pc.log_block & 31u;
+}
+
+uint segment_high() {
+    return (pc.log_block >> SEGMENT_HIGH_SHIFT) & 31u;
+}
+
+uint segment_used() {
+    return segment_low() + segment_high() + pc.dir;
+}
+
+// The element index of local element c of this workgroup: the low run from c's low bits, the
+// high run from the next ones, the flip's vector where bit u-1 of c is set, and the coset (c's
+// bits at or above u, then the workgroup) spread over the element bits the runs leave free.
+uint element_of(uint c) {
+    uint a = segment_low();
+    uint m = segment_high();
+    uint q = uint(findLSB(pc.inc));
+    uint u = segment_used();
+    uint coset = (c >> u) | ((gl_WorkGroupID.x + pc.group_offset) << (uint(findMSB(TILE)) - u));
+    uint gap = q - a;
+    uint e = (c & ((1u << a) - 1u)) | (((c >> a) & ((1u << m) - 1u)) << q) |
+             ((coset & ((1u << gap) - 1u)) << a) | ((coset >> gap) << (q + m + pc.dir));
+    if (pc.dir != 0u && ((c >> (u - 1u)) & 1u) != 0u) {
+        e ^= (1u << (q + m)) | (((1u << q) - 1u) ^ ((1u << a) - 1u));
+    }
+    return e;
+}
+
+// The workgroup's elements into shared memory, every load of a batch issued before the first
+// store (as load_tile does); virtual elements (index N or past) are KEY_MAX and never read.
+void load_segment() {
+    uint first = batch_base();
+    uint lid = gl_LocalInvocationID.x;
+    uint batch = tile_batch();
+    for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint i = i0 + r * WG_SIZE + lid;
+            if (r < batch && i < TILE) {
+                uint e = element_of(i);
+                r_key[r] = KEY_MAX;
+#ifdef PAIRS
+                r_value[r] = 0u;
+#endif
+                if (e < N) {
+                    r_key[r] = keys[first + e];
+#ifdef PAIRS
+                    r_value[r] = values[first + e];
+#endif
+                }
+            }
+        }
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint i = i0 + r * WG_SIZE + lid;
+            if (r < batch && i < TILE) {
+                s_keys[swizzle(i)] = r_key[r];
+#ifdef PAIRS
+                s_values[swizzle(i)] = r_value[r];
+#endif
+            }
+        }
+    }
+    barrier();
+}
+
+// The real elements back, mapped from order images on the sort's last pass.
+void store_segment() {
+    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    uint first = batch_base();
+    uint lid = gl_LocalInvocationID.x;
+    uint batch = tile_batch();
+    for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint i = i0 + r * WG_SIZE + lid;
+            if (r < batch && i < TILE) {
+                r_key[r] = s_keys[swizzle(i)];
+#ifdef PAIRS
+                r_value[r] = s_values[swizzle(i)];
+#endif
+            }
+        }
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint i = i0 + r * WG_SIZE + lid;
+            if (r < batch && i < TILE) {
+                uint e = element_of(i);
+                if (e < N) {
+                    keys[first + e] = map ? from_image(r_key[r]) : r_key[r];
+#ifdef PAIRS
+                    values[first + e] = r_value[r];
+#endif
+                }
+            }
+        }
+    }
+}
+
+// A chunk across a local stage boundary with a tail of `a` (1 .. FUSED-1) and FUSED substages in
+// all, a and h turned into literals (cross_chunk in local.glsl).
+void segment_cross(uint k, uint a) {
+    if (FUSED == 5u) {
+        if (a == 4u) {
+            cross_chunk(k, 4u, 0u);
+        } else if (a == 3u) {
+            cross_chunk(k, 3u, 1u);
+        } else if (a == 2u) {
+            cross_chunk(k, 2u, 2u);
+        } else {
+            cross_chunk(k, 1u, 3u);
+        }
+    } else if (FUSED == 4u) {
+        if (a == 3u) {
+            cross_chunk(k, 3u, 0u);
+        } else if (a == 2u) {
+            cross_chunk(k, 2u, 1u);
+        } else {
+            cross_chunk(k, 1u, 2u);
+        }
+    } else if (FUSED == 3u) {
+        if (a == 2u) {
+            cross_chunk(k, 2u, 0u);
+        } else {
+            cross_chunk(k, 1u, 1u);
+        }
+    } else {
+        cross_chunk(k, 1u, 0u);
+    }
+}
+
+// `left` substages in local indices from local stage k (stage k merges blocks of 2^k): its flip
+// first when `flip`, else its half-cleaners of strides 2^(rest-1) .. 1 (rest of them), then on
+// into stage k+1. Chunks of up to FUSED substages; one that would run the end of a stage and the
+// start of the next runs as a cross chunk where FUSED substages are left and the next stage has
+// room for its head, else the stage's end runs alone.
+void segment_chain(uint k, uint rest, bool flip, uint left) {
+    while (left > 0u) {
+        uint m = min(FUSED, left);
+        if (flip) {
+            m = min(m, k);
+            chunk_any(1u << (k - m), m, true);
+            rest = k - m;
+            flip = false;
+        } else if (rest == 0u) {
+            k++;
+            flip = true;
+            continue;
+        } else if (m <= rest) {
+            chunk_any(1u << (rest - m), m, false);
+            rest -= m;
+        } else if (m == FUSED && FUSED - 1u <= k) {
+            // The last `rest` half-cleaners of stage k, the flip of stage k+1 and its first
+            // FUSED - 1 - rest half-cleaners (strides 2^(k-1) ..).
+            segment_cross(k, rest);
+            rest = k - (FUSED - 1u - rest);
+            k++;
+        } else {
+            m = rest;
+            chunk_any(1u, m, false);
+            rest = 0u;
+        }
+        left -= m;
+    }
+}
+
+void main() {
+    // Workgroups whose lowest element is virtual hold no real one (Segment::workgroups): with a
+    // GPU-side count they return at once, the whole workgroup alike.
+    if (element_of(0u) >= N) {
+        return;
+    }
+    load_segment();
+    uint a = segment_low();
+    uint m = segment_high();
+    uint u = segment_used();
+    bool tail = (pc.log_block & SEGMENT_TAIL) != 0u;
+    // Where the chain starts, in local stages. One call site: the chain's chunks are written out
+    // once per literal chunk size and tail, and the compiler inlines each call site.
+    uint k = u + 1u;
+    uint rest = u;
+    bool flip = false;
+    uint left = m;
+    if (pc.dir != 0u && tail) {
+        // The last `a` half-cleaners of stage u-1, then stage u's flip and high run.
+        k = u - 1u;
+        rest = a;
+        left = a + 1u + m;
+    } else if (pc.dir != 0u) {
+        k = u;
+        rest = 0u;
+        flip = true;
+        left = 1u + m;
+    } else if (tail) {
+        // The end of a stage alone (no high run): strides 2^(a-1) .. 1.
+        k = a;
+        rest = a;
+        left = a;
+    }
+    // Otherwise strides 2^(u-1) .. 2^a of a stage: the last u - a half-cleaners of a stage of
+    // u + 1 substages are the first m.
+    segment_chain(k, rest, flip, left);
+    store_segment();
+}
