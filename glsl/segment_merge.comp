@@ -109,7 +109,9 @@ void store_segment() {
 }
 
 // A chunk across a local stage boundary with a tail of `a` (1 .. FUSED-1) and FUSED substages in
-// all, a and h turned into literals (cross_chunk in local.glsl).
+// all, a and h turned into literals (cross_chunk in local.glsl). cross_chunk_any there takes only
+// the tails the tile sort meets (with FUSED 3, a tail of one); a branch for the others would add
+// code to the tile sort, whose `a` is not known when it is compiled.
 void segment_cross(uint k, uint a) {
     if (FUSED == 5u) {
         if (a == 4u) {

@@ -417,8 +417,7 @@ impl SortRecorder {
         if self.merge_groups > 0 && capacity.div_ceil(geometry.tile()) > self.merge_groups {
             self.kernels[index].make_persistent_tile_sort(&self.layouts, self.cache)?;
         }
-        let narrow = build.payload == Payload::Keys && build.width == KeyWidth::Bits32;
-        let maybe = self.segments.unwrap_or(narrow && self.info.limits.multiprocessors > 0);
+        let maybe = self.segments.unwrap_or(build.narrow_keys() && self.info.limits.multiprocessors > 0);
         if maybe && capacity > geometry.tile() {
             self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
         }
@@ -560,9 +559,9 @@ impl SortRecorder {
     /// the recorder was asked for segment passes, or by default where [`plan::segments_pay`] says
     /// so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
-        let narrow = build.payload == Payload::Keys && build.width == KeyWidth::Bits32;
+        let multiprocessors = self.info.limits.multiprocessors;
         let segments =
-            self.segments.unwrap_or_else(|| plan::segments_pay(n, &geometry, narrow, self.info.limits.multiprocessors));
+            self.segments.unwrap_or_else(|| plan::segments_pay(n, &geometry, build.narrow_keys(), multiprocessors));
         if segments {
             Plan::segmented(n, geometry, key_flags)
         } else {

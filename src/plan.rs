@@ -186,22 +186,13 @@ impl Plan {
     /// push constant. Fails on more than [`MAX_ELEMENTS`] elements and on a geometry that
     /// [`Geometry::check`] refuses.
     pub fn new(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
-        geometry.check()?;
-        if u64::from(n) > MAX_ELEMENTS {
-            return Err(Error::TooLarge {
-                n: n as usize,
-                bytes: u64::from(n) * 4,
-                limit: "the shaders' 32-bit indexing (2^31 elements)",
-                value: MAX_ELEMENTS * 4,
-                max: MAX_ELEMENTS,
-            });
-        }
-        let mut passes = Vec::new();
-        if n < 2 {
-            return Ok(Plan { n, geometry, passes });
-        }
+        let mut plan = Plan::tile_sorted(n, geometry, key_flags)?;
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
+        if levels <= t {
+            return Ok(plan);
+        }
+        let passes = &mut plan.passes;
         let tiles = n.div_ceil(geometry.tile());
         let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
         let last_flag = |stage: u32| {
@@ -211,18 +202,6 @@ impl Plan {
                 0
             }
         };
-        let sorted = levels.min(t);
-        passes.push(Pass {
-            kind: PassKind::TileSort,
-            substages: 0,
-            stage: sorted,
-            workgroups: tiles,
-            push: PushConstants {
-                log_block: sorted,
-                flags: key_flags | FLAG_TO_IMAGE_ON_LOAD | last_flag(sorted),
-                ..base
-            },
-        });
         let fused = fused_for(tiles, geometry.fused);
         for stage in t + 1..=levels {
             // Strides 2^(stage-1) .. 2^t, in chunks of up to `fused` from the largest; the last
@@ -256,6 +235,41 @@ impl Plan {
                     dir: u32::from(window > 0 && top == stage - 1),
                     flags: key_flags | last_flag(stage),
                     ..base
+                },
+            });
+        }
+        Ok(plan)
+    }
+
+    /// The checks of [`Plan::new`] and the first pass of every plan: a plan of n elements that
+    /// ends after its tile sort (no pass for fewer than 2 elements; the last for n of at most a
+    /// tile, which then maps images back to keys).
+    fn tile_sorted(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
+        geometry.check()?;
+        if u64::from(n) > MAX_ELEMENTS {
+            return Err(Error::TooLarge {
+                n: n as usize,
+                bytes: u64::from(n) * 4,
+                limit: "the shaders' 32-bit indexing (2^31 elements)",
+                value: MAX_ELEMENTS * 4,
+                max: MAX_ELEMENTS,
+            });
+        }
+        let mut passes = Vec::new();
+        if n >= 2 {
+            let levels = ceil_log2(u64::from(n));
+            let sorted = levels.min(geometry.tile_log2);
+            let last = if sorted == levels { FLAG_FROM_IMAGE_ON_STORE } else { 0 };
+            passes.push(Pass {
+                kind: PassKind::TileSort,
+                substages: 0,
+                stage: sorted,
+                workgroups: n.div_ceil(geometry.tile()),
+                push: PushConstants {
+                    n,
+                    log_block: sorted,
+                    flags: key_flags | FLAG_TO_IMAGE_ON_LOAD | last,
+                    ..PushConstants::default()
                 },
             });
         }
@@ -415,13 +429,12 @@ impl Plan {
     /// [`SEGMENT_MIN_RUN_LOG2`] bits that it does not compare, so that it moves runs of 8
     /// consecutive elements, and it leaves at least that many substages to the next segment's tail.
     pub fn segmented(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
-        let mut plan = Plan::new(n, geometry, key_flags)?;
+        let mut plan = Plan::tile_sorted(n, geometry, key_flags)?;
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
         if levels <= t {
             return Ok(plan);
         }
-        plan.passes.truncate(1);
         let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
         let run = SEGMENT_MIN_RUN_LOG2.min(t - 1);
         // Where the network stands: stage `stage`, its flip next (None) or its half-cleaners of

@@ -26,6 +26,13 @@ pub struct Build {
     pub variant: Variant,
 }
 
+impl Build {
+    /// Keys alone of 4 bytes: the builds [`crate::plan::segments_pay`] speaks of.
+    pub fn narrow_keys(&self) -> bool {
+        self.payload == Payload::Keys && self.width == KeyWidth::Bits32
+    }
+}
+
 /// Which build of a kernel: the standalone sorter's lean one, or an embedded one (batched, and
 /// reading a GPU-side count or not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -683,15 +683,6 @@ impl Sorter {
         let chain = chain.max(1);
         // The barrier a sort records between passes (BarrierFlavor::Memory).
         let barrier = PassBarrier::Memory;
-        let record_chain = |device: &ash::Device, cmd: vk::CommandBuffer, with_barriers: bool| {
-            record::bind_pipeline(device, cmd, empty);
-            for i in 0..chain {
-                if with_barriers && i > 0 {
-                    barrier.record(device, cmd);
-                }
-                record::dispatch(device, cmd, 1);
-            }
-        };
         // On a GPU, every probe runs in one command buffer after PROBE_LEAD of untimed copies (as
         // many as a first copy says fit), so that no host round trip sits between the probes and
         // the work ahead of them. Early in the first process on a fresh H100 the probes often read
@@ -726,10 +717,10 @@ impl Sorter {
             record_copy(device, cmd);
             record::compute_barrier(device, cmd);
             record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, at + 1);
-            record_chain(device, cmd, true);
+            record_empty_chain(device, cmd, empty, chain, Some(&barrier));
             record::compute_barrier(device, cmd);
             record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, at + 2);
-            record_chain(device, cmd, false);
+            record_empty_chain(device, cmd, empty, chain, None);
             record::compute_barrier(device, cmd);
             record::timestamp(device, cmd, vk::PipelineStageFlags::COMPUTE_SHADER, self.queries, at + 3);
         }
@@ -784,15 +775,8 @@ impl Sorter {
         let mut times = Vec::new();
         for _ in 0..reps.max(1) {
             times.push(
-                self.timed(false, |device, cmd| {
-                    record::bind_pipeline(device, cmd, empty);
-                    for i in 0..chain {
-                        if let (Some(b), true) = (&flavor, i > 0) {
-                            b.record(device, cmd);
-                        }
-                        record::dispatch(device, cmd, 1);
-                    }
-                })? / chain,
+                self.timed(false, |device, cmd| record_empty_chain(device, cmd, empty, chain, flavor.as_ref()))?
+                    / chain,
             );
         }
         times.sort();
@@ -1265,6 +1249,23 @@ pub(crate) fn tile_for(n: usize) -> u32 {
     let floor = if n <= SMALL_SORT_TILE as usize { SMALL_SORT_TILE } else { SMALLEST_SIZED_TILE } as usize;
     let by_size = (1usize << (usize::BITS - 1 - per_tile.leading_zeros())).max(floor);
     u32::try_from(by_size).unwrap_or(u32::MAX)
+}
+
+/// `chain` dispatches of the empty probe `empty`, with `barrier` before every one after the first.
+fn record_empty_chain(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    empty: vk::Pipeline,
+    chain: u32,
+    barrier: Option<&PassBarrier>,
+) {
+    record::bind_pipeline(device, cmd, empty);
+    for i in 0..chain {
+        if let (Some(b), true) = (barrier, i > 0) {
+            b.record(device, cmd);
+        }
+        record::dispatch(device, cmd, 1);
+    }
 }
 
 /// The raw handle of a buffer slot (null when empty).
