@@ -400,7 +400,7 @@ impl SortRecorder {
     /// The index in `kernels` of the pipelines for sorts of up to `capacity` elements, made on
     /// first use.
     fn kernels_for_capacity(&mut self, build: Build, capacity: u32) -> Result<usize> {
-        let options = self.sized_options(capacity);
+        let options = self.sized_options(build.payload, build.width, capacity)?;
         let (geometry, _) = geometry_for(&self.info.limits, build.payload, build.width, options)?;
         let chunk = local_chunk(build.payload, build.width, &geometry, options.local_chunk);
         let found = self.kernels.iter().position(|k| k.build == build && k.geometry == geometry && k.chunk == chunk);
@@ -417,28 +417,47 @@ impl SortRecorder {
         if self.merge_groups > 0 && capacity.div_ceil(geometry.tile()) > self.merge_groups {
             self.kernels[index].make_persistent_tile_sort(&self.layouts, self.cache)?;
         }
-        let maybe = self.segments.unwrap_or(build.narrow_keys() && self.info.limits.multiprocessors > 0);
+        let maybe =
+            self.segments.unwrap_or(build.narrow_element_bytes().is_some() && self.info.limits.multiprocessors > 0);
         if maybe && capacity > geometry.tile() {
             self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
         }
         Ok(index)
     }
 
-    /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n.
-    fn sized_options(&self, capacity: u32) -> KernelOptions {
+    /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n:
+    /// the tile of [`plan::segment_tile`] where the binding's sorts may take segment passes, else
+    /// the sorter's `tile_for`.
+    fn sized_options(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<KernelOptions> {
         let mut options = self.options;
-        let by_size = crate::sorter::tile_for(capacity as usize);
+        let by_size = match self.segment_tile(payload, width, capacity)? {
+            Some(tile) => tile,
+            None => crate::sorter::tile_for(capacity as usize),
+        };
         options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
         if options.local_chunk.is_none() {
             options.local_chunk = crate::sorter::chunk_for(capacity as usize, options.max_fused);
         }
-        options
+        Ok(options)
+    }
+
+    /// The tile for a binding of this capacity whose sorts may take segment passes (by default
+    /// 4-byte keys on a device that reports its multiprocessors, any keys where the recorder was
+    /// asked for segments), from the largest tile the options and shared memory allow; None where
+    /// segments are off or no tile gives 3 to one per multiprocessor.
+    fn segment_tile(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<Option<u32>> {
+        let multiprocessors = self.info.limits.multiprocessors;
+        if !self.segments.unwrap_or(width == KeyWidth::Bits32) || multiprocessors == 0 {
+            return Ok(None);
+        }
+        let (largest, _) = geometry_for(&self.info.limits, payload, width, self.options)?;
+        Ok(plan::segment_tile(capacity, largest.tile(), multiprocessors))
     }
 
     /// The geometry and local workgroup size a binding of this capacity, payload and key width
     /// gets, without making anything.
     pub(crate) fn geometry(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<(Geometry, u32)> {
-        geometry_for(&self.info.limits, payload, width, self.sized_options(capacity))
+        geometry_for(&self.info.limits, payload, width, self.sized_options(payload, width, capacity)?)
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
@@ -560,8 +579,9 @@ impl SortRecorder {
     /// so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
         let multiprocessors = self.info.limits.multiprocessors;
-        let segments =
-            self.segments.unwrap_or_else(|| plan::segments_pay(n, &geometry, build.narrow_keys(), multiprocessors));
+        let segments = self
+            .segments
+            .unwrap_or_else(|| plan::segments_pay(n, &geometry, build.narrow_element_bytes(), multiprocessors));
         if segments {
             Plan::segmented(n, geometry, key_flags)
         } else {

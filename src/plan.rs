@@ -499,20 +499,54 @@ impl Plan {
     }
 }
 
+/// The smallest tile a segment plan is given by default ([`segment_tile`]).
+pub const SEGMENT_MIN_TILE: u32 = 2048;
+
+/// The most bytes of a tile's elements with which a segment plan pays on few tiles: in sorts
+/// of more tiles than half the multiprocessors it pays with any tile ([`segments_pay`]).
+const SEGMENT_SMALL_TILE_BYTES: u32 = 16 * 1024;
+
+/// The tile a sort of `n` elements takes where it may run on segment passes: the smallest power
+/// of two from [`SEGMENT_MIN_TILE`] up to `max_tile` that cuts n into 3 to `multiprocessors`
+/// tiles, so that every pass after the tile sort has as many workgroups as it can while each
+/// still holds one coset; None where no tile does (then the sort takes the other plan's tiles).
+/// On the H100 (132 multiprocessors) each segment pass of 2^18 keys took about as long in 128
+/// tiles of 2048 as in 32 tiles of 8192, and the sort took 57.5 us against 68.0 (12 passes
+/// against 11; `bench --max-tile 2048 --segments on` against the default, two processes each,
+/// docs/PERFORMANCE.md).
+pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> {
+    let mut tile = SEGMENT_MIN_TILE;
+    while tile <= max_tile {
+        let tiles = n.div_ceil(tile);
+        if tiles <= 2 {
+            return None;
+        }
+        if tiles <= multiprocessors {
+            return Some(tile);
+        }
+        tile = tile.checked_mul(2)?;
+    }
+    None
+}
+
 /// Whether a sort takes [`Plan::segmented`] by default (`SorterDesc::segment_merges` unset): for
-/// 4-byte keys alone (`narrow_keys`) on a device that reports its `multiprocessors`, in sorts of
-/// 3 to `multiprocessors` tiles (one tile per workgroup everywhere; with more, the other plan's
+/// 4-byte keys, alone or with values (`element_bytes`: 4 or 8 bytes per element; None for 8-byte
+/// keys, which were not measured), on a device that reports its `multiprocessors`, in sorts of 3
+/// to `multiprocessors` tiles (one tile per workgroup everywhere; with more, the other plan's
 /// local merges loop over tiles and load ahead, which segments do not) whose tiles hold at most
-/// 4096 elements or number more than half the multiprocessors. An empirical rule, from the H100
-/// (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and without
-/// segments, two processes each, alternating; docs/PERFORMANCE.md): u32 keys gained at 2^15
-/// (-3.5 %), 100000 (-18 %), 2^16 (-13 %), 2^17 (-2 %), 786432 (-8 %) and 2^20 (-11 %), tied at
-/// 2^13 (4 tiles), and lost at 2^12 (2 tiles, 3 passes either way: +10 %), at 2^18 and 2^19 (32
-/// and 64 tiles of 8192: +6 and +3 %) and from 1.5 M up (+4 to +7 %). Pairs gained at some sizes
-/// and lost at others, and stay on the other plan.
-pub fn segments_pay(n: u32, geometry: &Geometry, narrow_keys: bool, multiprocessors: u32) -> bool {
+/// 16 KiB or number more than half the multiprocessors. An empirical rule, from the H100 (132
+/// multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and without segments
+/// and at several tiles, two processes each, alternating; docs/PERFORMANCE.md). With the tiles
+/// of [`segment_tile`], u32 keys gained from 2^14 to 2^20 (2^16 -13 %, 2^18 -15 %, 2^19 -13 %,
+/// 2^20 -11 %) and tied at 2^13 (4 tiles), and pairs from 2^14 to 2^19 (2^16 -8 %, 2^18 -15 %,
+/// 2^19 -6 %). They lost at 2^12 (2 tiles, 3 passes either way: +10 %), with few tiles of 32
+/// KiB (2^18 keys in 32 tiles of 8192: +6 %; 2^17 pairs in 32 of 4096: +2 %) and with more
+/// tiles than multiprocessors (1.5 M keys and up: +4 to +7 %; 2^20 pairs: +12 %).
+pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: Option<u32>, multiprocessors: u32) -> bool {
+    let Some(bytes) = element_bytes else { return false };
     let tiles = n.div_ceil(geometry.tile());
-    narrow_keys && tiles > 2 && tiles <= multiprocessors && (geometry.tile_log2 <= 12 || 2 * tiles > multiprocessors)
+    let small = geometry.tile().saturating_mul(bytes) <= SEGMENT_SMALL_TILE_BYTES;
+    tiles > 2 && tiles <= multiprocessors && (small || 2 * tiles > multiprocessors)
 }
 
 /// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
@@ -833,27 +867,81 @@ mod tests {
 
     #[test]
     fn segments_are_the_default_only_where_they_paid_on_the_h100() {
-        // The sizes measured, with the tiles the sorter gives them (32 wanted, at least 2048).
-        let on = |n: u32, tile_log2, narrow, sms| {
-            segments_pay(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, narrow, sms)
+        // The sizes measured on the H100 (132 multiprocessors), with the tiles the sorter gives
+        // them: segment_tile's where there is one, else 32 tiles wanted, at least 2048.
+        let on = |n: u32, tile_log2, bytes, sms| {
+            segments_pay(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, bytes, sms)
         };
-        for (n, t, pays) in [
+        let keys = [
             (1 << 12, 11, false),
             (1 << 13, 11, true),
             (1 << 15, 11, true),
             (100_000, 11, true),
             (1 << 16, 11, true),
-            (1 << 17, 12, true),
-            (1 << 18, 13, false),
-            (1 << 19, 13, false),
+            (1 << 17, 11, true),
+            (1 << 18, 11, true),
+            (393_216, 12, true),
+            (1 << 19, 12, true),
             (786_432, 13, true),
             (1 << 20, 13, true),
             (1_500_000, 13, false),
             (1 << 24, 13, false),
-        ] {
-            assert_eq!(on(n, t, true, 132), pays, "n={n}");
-            assert!(!on(n, t, false, 132), "pairs and 8-byte keys: n={n}");
-            assert!(!on(n, t, true, 0), "a device without a multiprocessor count: n={n}");
+            // The other plan's tiles, where segments lost.
+            (1 << 18, 13, false),
+            (1 << 19, 13, false),
+        ];
+        for (n, t, pays) in keys {
+            assert_eq!(on(n, t, Some(4), 132), pays, "keys: n={n} tile 2^{t}");
+            assert!(!on(n, t, None, 132), "8-byte keys: n={n}");
+            assert!(!on(n, t, Some(4), 0), "a device without a multiprocessor count: n={n}");
+        }
+        let pairs = [
+            (1 << 12, 11, false),
+            (1 << 14, 11, true),
+            (1 << 16, 11, true),
+            (100_000, 11, true),
+            (1 << 17, 11, true),
+            (1 << 18, 11, true),
+            (1 << 19, 12, true),
+            (786_432, 12, false),
+            (1 << 20, 12, false),
+            // 32 tiles of 32 KiB lost.
+            (1 << 17, 12, false),
+        ];
+        for (n, t, pays) in pairs {
+            assert_eq!(on(n, t, Some(8), 132), pays, "pairs: n={n} tile 2^{t}");
+        }
+    }
+
+    #[test]
+    fn a_segment_tile_is_the_smallest_that_leaves_no_more_tiles_than_multiprocessors() {
+        let tile = |n, max| segment_tile(n, max, 132);
+        // Too few tiles for segments at any size (2 or fewer).
+        assert_eq!(tile(1 << 12, 8192), None);
+        assert_eq!(tile(4096, 8192), None);
+        assert_eq!(tile(4097, 8192), Some(2048));
+        assert_eq!(tile(1 << 16, 8192), Some(2048));
+        assert_eq!(tile(1 << 18, 8192), Some(2048));
+        assert_eq!(tile(132 * 2048, 8192), Some(2048));
+        assert_eq!(tile(132 * 2048 + 1, 8192), Some(4096));
+        assert_eq!(tile(393_216, 8192), Some(4096));
+        assert_eq!(tile(1 << 19, 8192), Some(4096));
+        assert_eq!(tile(1 << 20, 8192), Some(8192));
+        // More tiles than multiprocessors at the largest tile: the other plan.
+        assert_eq!(tile(1 << 20, 4096), None);
+        assert_eq!(tile(1_500_000, 8192), None);
+        assert_eq!(tile(u32::MAX, u32::MAX), Some(1 << 25));
+        assert_eq!(segment_tile(u32::MAX, u32::MAX, 1), None);
+        // A cap below the smallest segment tile leaves it to the other plan's tiles.
+        assert_eq!(tile(1 << 16, 1024), None);
+        // Every tile given leaves 3 to 132 tiles and halving it would leave more than 132.
+        for n in (0..=1u32 << 21).step_by(4099) {
+            if let Some(t) = tile(n, 8192) {
+                let tiles = n.div_ceil(t);
+                assert!(t.is_power_of_two() && (SEGMENT_MIN_TILE..=8192).contains(&t), "n={n}");
+                assert!(tiles > 2 && tiles <= 132, "n={n}: {tiles} tiles of {t}");
+                assert!(t == SEGMENT_MIN_TILE || n.div_ceil(t / 2) > 132, "n={n}: {t} is not the smallest");
+            }
         }
     }
 }

@@ -27,9 +27,14 @@ pub struct Build {
 }
 
 impl Build {
-    /// Keys alone of 4 bytes: the builds [`crate::plan::segments_pay`] speaks of.
-    pub fn narrow_keys(&self) -> bool {
-        self.payload == Payload::Keys && self.width == KeyWidth::Bits32
+    /// The bytes of one element (key, and value where there is one) for 4-byte keys, None for
+    /// 8-byte keys: what [`crate::plan::segments_pay`] takes.
+    pub fn narrow_element_bytes(&self) -> Option<u32> {
+        let value = match self.payload {
+            Payload::Keys => 0,
+            Payload::Pairs => 4,
+        };
+        (self.width == KeyWidth::Bits32).then_some(4 + value)
     }
 }
 
