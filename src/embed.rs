@@ -417,8 +417,7 @@ impl SortRecorder {
         if self.merge_groups > 0 && capacity.div_ceil(geometry.tile()) > self.merge_groups {
             self.kernels[index].make_persistent_tile_sort(&self.layouts, self.cache)?;
         }
-        let maybe =
-            self.segments.unwrap_or(build.narrow_element_bytes().is_some() && self.info.limits.multiprocessors > 0);
+        let maybe = self.segments.unwrap_or(self.info.limits.multiprocessors > 0);
         if maybe && capacity > geometry.tile() {
             self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
         }
@@ -441,13 +440,13 @@ impl SortRecorder {
         Ok(options)
     }
 
-    /// The tile for a binding of this capacity whose sorts may take segment passes (by default
-    /// 4-byte keys on a device that reports its multiprocessors, any keys where the recorder was
-    /// asked for segments), from the largest tile the options and shared memory allow; None where
-    /// segments are off or no tile gives 3 to one per multiprocessor.
+    /// The tile for a binding of this capacity whose sorts may take segment passes (unless the
+    /// recorder was asked for none, on a device that reports its multiprocessors), from the
+    /// largest tile the options and shared memory allow; None where segments are off or no tile
+    /// gives 3 to one per multiprocessor.
     fn segment_tile(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<Option<u32>> {
         let multiprocessors = self.info.limits.multiprocessors;
-        if !self.segments.unwrap_or(width == KeyWidth::Bits32) || multiprocessors == 0 {
+        if self.segments == Some(false) || multiprocessors == 0 {
             return Ok(None);
         }
         let (largest, _) = geometry_for(&self.info.limits, payload, width, self.options)?;
@@ -579,9 +578,8 @@ impl SortRecorder {
     /// so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
         let multiprocessors = self.info.limits.multiprocessors;
-        let segments = self
-            .segments
-            .unwrap_or_else(|| plan::segments_pay(n, &geometry, build.narrow_element_bytes(), multiprocessors));
+        let segments =
+            self.segments.unwrap_or_else(|| plan::segments_pay(n, &geometry, build.element_bytes(), multiprocessors));
         if segments {
             Plan::segmented(n, geometry, key_flags)
         } else {

@@ -503,8 +503,10 @@ impl Plan {
 pub const SEGMENT_MIN_TILE: u32 = 2048;
 
 /// The most bytes of a tile's elements with which a segment plan pays on few tiles: in sorts
-/// of more tiles than half the multiprocessors it pays with any tile ([`segments_pay`]).
-const SEGMENT_SMALL_TILE_BYTES: u32 = 16 * 1024;
+/// of more tiles than half the multiprocessors it pays with any tile ([`segments_pay`]). On the
+/// H100, 32 tiles of 32 KiB lost (2^18 u32 keys, 2^17 u32 pairs) and 32 of 24 KiB won (2^16
+/// u64 pairs).
+const SEGMENT_SMALL_TILE_BYTES: u32 = 24 * 1024;
 
 /// The tile a sort of `n` elements takes where it may run on segment passes: the smallest power
 /// of two from [`SEGMENT_MIN_TILE`] up to `max_tile` that cuts n into 3 to `multiprocessors`
@@ -529,23 +531,24 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
     None
 }
 
-/// Whether a sort takes [`Plan::segmented`] by default (`SorterDesc::segment_merges` unset): for
-/// 4-byte keys, alone or with values (`element_bytes`: 4 or 8 bytes per element; None for 8-byte
-/// keys, which were not measured), on a device that reports its `multiprocessors`, in sorts of 3
-/// to `multiprocessors` tiles (one tile per workgroup everywhere; with more, the other plan's
-/// local merges loop over tiles and load ahead, which segments do not) whose tiles hold at most
-/// 16 KiB or number more than half the multiprocessors. An empirical rule, from the H100 (132
-/// multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and without segments
-/// and at several tiles, two processes each, alternating; docs/PERFORMANCE.md). With the tiles
-/// of [`segment_tile`], u32 keys gained from 2^14 to 2^20 (2^16 -13 %, 2^18 -15 %, 2^19 -13 %,
-/// 2^20 -11 %) and tied at 2^13 (4 tiles), and pairs from 2^14 to 2^19 (2^16 -8 %, 2^18 -15 %,
-/// 2^19 -6 %). They lost at 2^12 (2 tiles, 3 passes either way: +10 %), with few tiles of 32
-/// KiB (2^18 keys in 32 tiles of 8192: +6 %; 2^17 pairs in 32 of 4096: +2 %) and with more
-/// tiles than multiprocessors (1.5 M keys and up: +4 to +7 %; 2^20 pairs: +12 %).
-pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: Option<u32>, multiprocessors: u32) -> bool {
-    let Some(bytes) = element_bytes else { return false };
+/// Whether a sort takes [`Plan::segmented`] by default (`SorterDesc::segment_merges` unset), on
+/// a device that reports its `multiprocessors`: in sorts of 3 to `multiprocessors` tiles (one
+/// tile per workgroup everywhere; with more, the other plan's local merges loop over tiles and
+/// load ahead, which segments do not) whose tiles hold at most 24 KiB (`element_bytes`: key and
+/// value, 4 to 12 bytes) or number more than half the multiprocessors. An empirical rule, from
+/// the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and
+/// without segments and at several tiles, two processes each, alternating; docs/PERFORMANCE.md).
+/// With the tiles of [`segment_tile`], u32 keys gained from 2^14 to 2^20 (2^16 -13 %, 2^18 -15 %,
+/// 2^19 -13 %, 2^20 -11 %) and tied at 2^13 (4 tiles); u32 pairs from 2^14 to 2^19 (2^16 -8 %,
+/// 2^18 -15 %, 2^19 -6 %); u64 keys from 2^14 to 2^19 (2^17 -23 %, 2^18 -25 %) and u64 pairs from
+/// 2^16 to 2^19 (2^17 -27 %, 2^18 -28 %). They lost at 2^12 (2 tiles, 3 passes either way: +10 %),
+/// with few tiles of 32 KiB (2^18 u32 keys in 32 tiles of 8192: +6 %; 2^17 u32 pairs in 32 of
+/// 4096: +2 %) and, for u32, with more tiles than multiprocessors (1.5 M keys and up: +4 to +7 %;
+/// 2^20 pairs: +12 %). Sorts of 4 tiles of 2048 u32 pairs (2^13) and 8 of u64 pairs (2^14) read
+/// 0.7 % slower, within the spread of the runs.
+pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiprocessors: u32) -> bool {
     let tiles = n.div_ceil(geometry.tile());
-    let small = geometry.tile().saturating_mul(bytes) <= SEGMENT_SMALL_TILE_BYTES;
+    let small = geometry.tile().saturating_mul(element_bytes) <= SEGMENT_SMALL_TILE_BYTES;
     tiles > 2 && tiles <= multiprocessors && (small || 2 * tiles > multiprocessors)
 }
 
@@ -891,9 +894,8 @@ mod tests {
             (1 << 19, 13, false),
         ];
         for (n, t, pays) in keys {
-            assert_eq!(on(n, t, Some(4), 132), pays, "keys: n={n} tile 2^{t}");
-            assert!(!on(n, t, None, 132), "8-byte keys: n={n}");
-            assert!(!on(n, t, Some(4), 0), "a device without a multiprocessor count: n={n}");
+            assert_eq!(on(n, t, 4, 132), pays, "keys: n={n} tile 2^{t}");
+            assert!(!on(n, t, 4, 0), "a device without a multiprocessor count: n={n}");
         }
         let pairs = [
             (1 << 12, 11, false),
@@ -909,7 +911,29 @@ mod tests {
             (1 << 17, 12, false),
         ];
         for (n, t, pays) in pairs {
-            assert_eq!(on(n, t, Some(8), 132), pays, "pairs: n={n} tile 2^{t}");
+            assert_eq!(on(n, t, 8, 132), pays, "pairs: n={n} tile 2^{t}");
+        }
+        let wide_keys = [
+            (1 << 14, 11, true),
+            (1 << 16, 11, true),
+            (1 << 17, 11, true),
+            (1 << 18, 11, true),
+            (1 << 19, 12, true),
+            (1 << 20, 12, false),
+        ];
+        for (n, t, pays) in wide_keys {
+            assert_eq!(on(n, t, 8, 132), pays, "u64 keys: n={n} tile 2^{t}");
+        }
+        let wide_pairs = [
+            (1 << 14, 11, true),
+            (1 << 16, 11, true),
+            (1 << 17, 11, true),
+            (1 << 18, 11, true),
+            (1 << 19, 12, true),
+            (1 << 20, 12, false),
+        ];
+        for (n, t, pays) in wide_pairs {
+            assert_eq!(on(n, t, 12, 132), pays, "u64 pairs: n={n} tile 2^{t}");
         }
     }
 

@@ -27,14 +27,14 @@ pub struct Build {
 }
 
 impl Build {
-    /// The bytes of one element (key, and value where there is one) for 4-byte keys, None for
-    /// 8-byte keys: what [`crate::plan::segments_pay`] takes.
-    pub fn narrow_element_bytes(&self) -> Option<u32> {
+    /// The bytes of one element: the key's, and the value's where there is one (what
+    /// [`crate::plan::segments_pay`] takes).
+    pub fn element_bytes(&self) -> u32 {
         let value = match self.payload {
             Payload::Keys => 0,
             Payload::Pairs => 4,
         };
-        (self.width == KeyWidth::Bits32).then_some(4 + value)
+        self.width.bytes() + value
     }
 }
 
