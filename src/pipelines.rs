@@ -7,7 +7,7 @@ use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
-use crate::shaders::{spirv, spirv_tile_sort_persistent, Build, KeyWidth, Payload};
+use crate::shaders::{element_bytes, spirv, spirv_tile_sort_persistent, Build, KeyWidth, Payload};
 
 pub use crate::plan::MAX_TILE;
 
@@ -102,11 +102,7 @@ pub fn geometry_for(
     width: KeyWidth,
     options: KernelOptions,
 ) -> Result<(Geometry, u32)> {
-    let bytes_per_element = width.bytes()
-        + match payload {
-            Payload::Keys => 0,
-            Payload::Pairs => 4,
-        };
+    let bytes_per_element = element_bytes(payload, width);
     let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
     if let Some(cap) = options.max_tile {
         if cap < 2 || !cap.is_power_of_two() {

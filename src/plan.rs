@@ -875,65 +875,55 @@ mod tests {
         let on = |n: u32, tile_log2, bytes, sms| {
             segments_pay(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, bytes, sms)
         };
-        let keys = [
-            (1 << 12, 11, false),
-            (1 << 13, 11, true),
-            (1 << 15, 11, true),
-            (100_000, 11, true),
-            (1 << 16, 11, true),
-            (1 << 17, 11, true),
-            (1 << 18, 11, true),
-            (393_216, 12, true),
-            (1 << 19, 12, true),
-            (786_432, 13, true),
-            (1 << 20, 13, true),
-            (1_500_000, 13, false),
-            (1 << 24, 13, false),
+        // (n, log2 of the tile, bytes per element: u32 keys 4, u32 pairs and u64 keys 8, u64
+        // pairs 12, whether segments are the default).
+        let cases = [
+            (1 << 12, 11, 4, false),
+            (1 << 13, 11, 4, true),
+            (1 << 15, 11, 4, true),
+            (100_000, 11, 4, true),
+            (1 << 16, 11, 4, true),
+            (1 << 17, 11, 4, true),
+            (1 << 18, 11, 4, true),
+            (393_216, 12, 4, true),
+            (1 << 19, 12, 4, true),
+            (786_432, 13, 4, true),
+            (1 << 20, 13, 4, true),
+            (1_500_000, 13, 4, false),
+            (1 << 24, 13, 4, false),
             // The other plan's tiles, where segments lost.
-            (1 << 18, 13, false),
-            (1 << 19, 13, false),
-        ];
-        for (n, t, pays) in keys {
-            assert_eq!(on(n, t, 4, 132), pays, "keys: n={n} tile 2^{t}");
-            assert!(!on(n, t, 4, 0), "a device without a multiprocessor count: n={n}");
-        }
-        let pairs = [
-            (1 << 12, 11, false),
-            (1 << 14, 11, true),
-            (1 << 16, 11, true),
-            (100_000, 11, true),
-            (1 << 17, 11, true),
-            (1 << 18, 11, true),
-            (1 << 19, 12, true),
-            (786_432, 12, false),
-            (1 << 20, 12, false),
+            (1 << 18, 13, 4, false),
+            (1 << 19, 13, 4, false),
+            // u32 pairs.
+            (1 << 12, 11, 8, false),
+            (1 << 14, 11, 8, true),
+            (1 << 16, 11, 8, true),
+            (100_000, 11, 8, true),
+            (1 << 17, 11, 8, true),
+            (1 << 18, 11, 8, true),
+            (1 << 19, 12, 8, true),
+            (786_432, 12, 8, false),
+            (1 << 20, 12, 8, false),
             // 32 tiles of 32 KiB lost.
-            (1 << 17, 12, false),
+            (1 << 17, 12, 8, false),
+            // u64 keys.
+            (1 << 14, 11, 8, true),
+            (1 << 16, 11, 8, true),
+            (1 << 17, 11, 8, true),
+            (1 << 18, 11, 8, true),
+            (1 << 19, 12, 8, true),
+            (1 << 20, 12, 8, false),
+            // u64 pairs.
+            (1 << 14, 11, 12, true),
+            (1 << 16, 11, 12, true),
+            (1 << 17, 11, 12, true),
+            (1 << 18, 11, 12, true),
+            (1 << 19, 12, 12, true),
+            (1 << 20, 12, 12, false),
         ];
-        for (n, t, pays) in pairs {
-            assert_eq!(on(n, t, 8, 132), pays, "pairs: n={n} tile 2^{t}");
-        }
-        let wide_keys = [
-            (1 << 14, 11, true),
-            (1 << 16, 11, true),
-            (1 << 17, 11, true),
-            (1 << 18, 11, true),
-            (1 << 19, 12, true),
-            (1 << 20, 12, false),
-        ];
-        for (n, t, pays) in wide_keys {
-            assert_eq!(on(n, t, 8, 132), pays, "u64 keys: n={n} tile 2^{t}");
-        }
-        let wide_pairs = [
-            (1 << 14, 11, true),
-            (1 << 16, 11, true),
-            (1 << 17, 11, true),
-            (1 << 18, 11, true),
-            (1 << 19, 12, true),
-            (1 << 20, 12, false),
-        ];
-        for (n, t, pays) in wide_pairs {
-            assert_eq!(on(n, t, 12, 132), pays, "u64 pairs: n={n} tile 2^{t}");
+        for (n, t, bytes, pays) in cases {
+            assert_eq!(on(n, t, bytes, 132), pays, "n={n} tile 2^{t}, {bytes} bytes per element");
+            assert!(!on(n, t, bytes, 0), "a device without a multiprocessor count: n={n}");
         }
     }
 

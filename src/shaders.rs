@@ -30,12 +30,18 @@ impl Build {
     /// The bytes of one element: the key's, and the value's where there is one (what
     /// [`crate::plan::segments_pay`] takes).
     pub fn element_bytes(&self) -> u32 {
-        let value = match self.payload {
-            Payload::Keys => 0,
-            Payload::Pairs => 4,
-        };
-        self.width.bytes() + value
+        element_bytes(self.payload, self.width)
     }
+}
+
+/// The bytes of one element in the buffers and in a tile: the key's, and the u32 value's with
+/// pairs.
+pub fn element_bytes(payload: Payload, width: KeyWidth) -> u32 {
+    let value = match payload {
+        Payload::Keys => 0,
+        Payload::Pairs => 4,
+    };
+    width.bytes() + value
 }
 
 /// Which build of a kernel: the standalone sorter's lean one, or an embedded one (batched, and

@@ -51,10 +51,11 @@ pub struct SorterDesc {
     /// memory, about one pass per log2(tile) substages instead of two or more per stage.
     /// `Some(true)` always, `Some(false)` never; by default where they paid on the H100
     /// ([`crate::plan::segments_pay`]: sorts of 3 to one tile per multiprocessor, on a device that
-    /// reports its multiprocessors, with small tiles or more tiles than half the multiprocessors). Where segments
-    /// may be used (not `Some(false)`), a sort that fits 3 to one tile per multiprocessor gets the
-    /// smallest such tile from 2048 elements up ([`crate::plan::segment_tile`]), so that each
-    /// segment pass has a workgroup on as many multiprocessors as it can.
+    /// reports its multiprocessors, with small tiles or more tiles than half the multiprocessors).
+    /// Where segments may be used (not `Some(false)`), a sort that fits 3 to one tile per
+    /// multiprocessor gets the smallest such tile from 2048 elements up
+    /// ([`crate::plan::segment_tile`]), so that each segment pass has a workgroup on as many
+    /// multiprocessors as it can.
     pub segment_merges: Option<bool>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
