@@ -508,6 +508,12 @@ pub const SEGMENT_MIN_TILE: u32 = 2048;
 /// u64 pairs).
 const SEGMENT_SMALL_TILE_BYTES: u32 = 24 * 1024;
 
+/// The bytes per element from which a sort takes segments however many tiles it has
+/// ([`segments_pay`]): on the H100, segment passes over more tiles than multiprocessors paid for
+/// u64 pairs (2^20 in 256 tiles of 4096: 13 passes against 18, -11 %), while u32 pairs lost 12 %
+/// at 2^20 and u64 keys tied.
+const SEGMENT_WIDE_ELEMENT_BYTES: u32 = 12;
+
 /// The tile a sort of `n` elements takes where it may run on segment passes: the smallest power
 /// of two from [`SEGMENT_MIN_TILE`] up to `max_tile` that cuts n into 3 to `multiprocessors`
 /// tiles, so that every pass after the tile sort has as many workgroups as it can while each
@@ -545,11 +551,16 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 /// with few tiles of 32 KiB (2^18 u32 keys in 32 tiles of 8192: +6 %; 2^17 u32 pairs in 32 of
 /// 4096: +2 %) and, for u32, with more tiles than multiprocessors (1.5 M keys and up: +4 to +7 %;
 /// 2^20 pairs: +12 %). Sorts of 4 tiles of 2048 u32 pairs (2^13) and 8 of u64 pairs (2^14) read
-/// 0.7 % slower, within the spread of the runs.
+/// 0.7 % slower, within the spread of the runs. Elements of [`SEGMENT_WIDE_ELEMENT_BYTES`] (u64
+/// pairs) in tiles of [`SEGMENT_MIN_TILE`] or more take segments beyond one tile per
+/// multiprocessor too: in tiles of 4096 they gained at every size measured, 2^20 -11 %, 1.5 M
+/// -10 %, 2^21 -6 %, 2^22 -7 %, 2^23 -3 %, 2^24 -1.3 %. Smaller tiles (a `max_tile` cap) were not
+/// measured and keep the other plan there.
 pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiprocessors: u32) -> bool {
     let tiles = n.div_ceil(geometry.tile());
     let small = geometry.tile().saturating_mul(element_bytes) <= SEGMENT_SMALL_TILE_BYTES;
-    tiles > 2 && tiles <= multiprocessors && (small || 2 * tiles > multiprocessors)
+    let wide = element_bytes >= SEGMENT_WIDE_ELEMENT_BYTES && geometry.tile() >= SEGMENT_MIN_TILE;
+    tiles > 2 && multiprocessors > 0 && (wide || tiles <= multiprocessors && (small || 2 * tiles > multiprocessors))
 }
 
 /// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
@@ -919,7 +930,16 @@ mod tests {
             (1 << 17, 11, 12, true),
             (1 << 18, 11, 12, true),
             (1 << 19, 12, 12, true),
-            (1 << 20, 12, 12, false),
+            (1 << 20, 12, 12, true),
+            (1_572_864, 12, 12, true),
+            (1 << 21, 12, 12, true),
+            (1 << 22, 12, 12, true),
+            (1 << 23, 12, 12, true),
+            (1 << 24, 12, 12, true),
+            // Two tiles, and tiles below 2048 (not measured beyond the multiprocessors).
+            (1 << 12, 11, 12, false),
+            (1 << 20, 10, 12, false),
+            (100_000, 8, 12, false),
         ];
         for (n, t, bytes, pays) in cases {
             assert_eq!(on(n, t, bytes, 132), pays, "n={n} tile 2^{t}, {bytes} bytes per element");
