@@ -552,15 +552,16 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 /// 4096: +2 %) and, for u32, with more tiles than multiprocessors (1.5 M keys and up: +4 to +7 %;
 /// 2^20 pairs: +12 %). Sorts of 4 tiles of 2048 u32 pairs (2^13) and 8 of u64 pairs (2^14) read
 /// 0.7 % slower, within the spread of the runs. Elements of [`SEGMENT_WIDE_ELEMENT_BYTES`] (u64
-/// pairs) in tiles of [`SEGMENT_MIN_TILE`] or more take segments beyond one tile per
-/// multiprocessor too: in tiles of 4096 they gained at every size measured, 2^20 -11 %, 1.5 M
+/// pairs) in tiles of [`SEGMENT_MIN_TILE`] or more take segments in sorts of more tiles than
+/// multiprocessors too: in tiles of 4096 they gained at every size measured, 2^20 -11 %, 1.5 M
 /// -10 %, 2^21 -6 %, 2^22 -7 %, 2^23 -3 %, 2^24 -1.3 %. Smaller tiles (a `max_tile` cap) were not
 /// measured and keep the other plan there.
 pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiprocessors: u32) -> bool {
     let tiles = n.div_ceil(geometry.tile());
     let small = geometry.tile().saturating_mul(element_bytes) <= SEGMENT_SMALL_TILE_BYTES;
     let wide = element_bytes >= SEGMENT_WIDE_ELEMENT_BYTES && geometry.tile() >= SEGMENT_MIN_TILE;
-    tiles > 2 && multiprocessors > 0 && (wide || tiles <= multiprocessors && (small || 2 * tiles > multiprocessors))
+    let within = tiles <= multiprocessors && (small || 2 * tiles > multiprocessors);
+    tiles > 2 && multiprocessors > 0 && (within || wide && tiles > multiprocessors)
 }
 
 /// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
@@ -936,8 +937,10 @@ mod tests {
             (1 << 22, 12, 12, true),
             (1 << 23, 12, 12, true),
             (1 << 24, 12, 12, true),
-            // Two tiles, and tiles below 2048 (not measured beyond the multiprocessors).
+            // Two tiles; 3 tiles of 48 KiB (within the multiprocessors the rule above holds);
+            // tiles below 2048 (not measured beyond the multiprocessors).
             (1 << 12, 11, 12, false),
+            (12_288, 12, 12, false),
             (1 << 20, 10, 12, false),
             (100_000, 8, 12, false),
         ];

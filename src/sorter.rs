@@ -52,7 +52,7 @@ pub struct SorterDesc {
     /// `Some(true)` always, `Some(false)` never; by default where they paid on the H100
     /// ([`crate::plan::segments_pay`]: on a device that reports its multiprocessors, sorts of 3 to
     /// one tile per multiprocessor with small tiles or more tiles than half the multiprocessors,
-    /// and sorts of 8-byte keys with values of 3 tiles or more of at least 2048).
+    /// and sorts of 8-byte keys with values in more tiles than multiprocessors, of at least 2048).
     /// Where segments may be used (not `Some(false)`), a sort that fits 3 to one tile per
     /// multiprocessor gets the smallest such tile from 2048 elements up
     /// ([`crate::plan::segment_tile`]), so that each segment pass has a workgroup on as many
