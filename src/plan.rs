@@ -541,7 +541,8 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 /// a device that reports its `multiprocessors`: in sorts of 3 to `multiprocessors` tiles (one
 /// tile per workgroup everywhere; with more, the other plan's local merges loop over tiles and
 /// load ahead, which segments do not) whose tiles hold at most 24 KiB (`element_bytes`: key and
-/// value, 4 to 12 bytes) or number more than half the multiprocessors. An empirical rule, from
+/// value, 4 to 12 bytes) or number more than half the multiprocessors; and u64 pairs beyond
+/// (the end of this paragraph). An empirical rule, from
 /// the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and
 /// without segments and at several tiles, two processes each, alternating; docs/PERFORMANCE.md).
 /// With the tiles of [`segment_tile`], u32 keys gained from 2^14 to 2^20 (2^16 -13 %, 2^18 -15 %,
