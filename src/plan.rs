@@ -514,14 +514,19 @@ const SEGMENT_SMALL_TILE_BYTES: u32 = 24 * 1024;
 /// at 2^20 and u64 keys tied.
 const SEGMENT_WIDE_ELEMENT_BYTES: u32 = 12;
 
+/// The smallest tile with which wide elements take segments beyond the multiprocessors
+/// ([`segments_pay`]): the only tile measured there (the largest that 48 KiB of shared memory
+/// holds of 12-byte elements). u32 pairs in 512 tiles of 2048 lost 12 %.
+const SEGMENT_WIDE_MIN_TILE: u32 = 4096;
+
 /// The tile a sort of `n` elements takes where it may run on segment passes: the smallest power
 /// of two from [`SEGMENT_MIN_TILE`] up to `max_tile` that cuts n into 3 to `multiprocessors`
 /// tiles, so that every pass after the tile sort has as many workgroups as it can while each
 /// still holds one coset; None where no tile does (then the sort takes the other plan's tiles).
-/// On the H100 (132 multiprocessors) each segment pass of 2^18 keys took about as long in 128
-/// tiles of 2048 as in 32 tiles of 8192, and the sort took 57.5 us against 68.0 (12 passes
-/// against 11; `bench --max-tile 2048 --segments on` against the default, two processes each,
-/// docs/PERFORMANCE.md).
+/// On the H100 (132 multiprocessors) a segment pass of 2^18 keys took 5.5 to 6.1 us in 128 tiles
+/// of 2048 against 8.2 to 9.1 us in 32 tiles of 8192 (`passes --n 2^18`, separate runs), and the
+/// sort took 57.5 us against 68.0 (12 passes against 11; `bench --max-tile 2048 --segments on`
+/// against the default, two processes each, docs/PERFORMANCE.md).
 pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> {
     let mut tile = SEGMENT_MIN_TILE;
     while tile <= max_tile {
@@ -553,14 +558,14 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 /// 4096: +2 %) and, for u32, with more tiles than multiprocessors (1.5 M keys and up: +4 to +7 %;
 /// 2^20 pairs: +12 %). Sorts of 4 tiles of 2048 u32 pairs (2^13) and 8 of u64 pairs (2^14) read
 /// 0.7 % slower, within the spread of the runs. Elements of [`SEGMENT_WIDE_ELEMENT_BYTES`] (u64
-/// pairs) in tiles of [`SEGMENT_MIN_TILE`] or more take segments in sorts of more tiles than
+/// pairs) in tiles of [`SEGMENT_WIDE_MIN_TILE`] or more take segments in sorts of more tiles than
 /// multiprocessors too: in tiles of 4096 they gained at every size measured, 2^20 -11 %, 1.5 M
-/// -10 %, 2^21 -6 %, 2^22 -7 %, 2^23 -3 %, 2^24 -1.3 %. Smaller tiles (a `max_tile` cap) were not
-/// measured and keep the other plan there.
+/// -10 %, 2^21 -6 %, 2^22 -7 %, 2^23 -3 %, 2^24 -1.3 %. Smaller tiles (a `max_tile` cap, or a
+/// device with less shared memory) were not measured and keep the other plan there.
 pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiprocessors: u32) -> bool {
     let tiles = n.div_ceil(geometry.tile());
     let small = geometry.tile().saturating_mul(element_bytes) <= SEGMENT_SMALL_TILE_BYTES;
-    let wide = element_bytes >= SEGMENT_WIDE_ELEMENT_BYTES && geometry.tile() >= SEGMENT_MIN_TILE;
+    let wide = element_bytes >= SEGMENT_WIDE_ELEMENT_BYTES && geometry.tile() >= SEGMENT_WIDE_MIN_TILE;
     let within = tiles <= multiprocessors && (small || 2 * tiles > multiprocessors);
     tiles > 2 && multiprocessors > 0 && (within || wide && tiles > multiprocessors)
 }
@@ -939,9 +944,10 @@ mod tests {
             (1 << 23, 12, 12, true),
             (1 << 24, 12, 12, true),
             // Two tiles; 3 tiles of 48 KiB (within the multiprocessors the rule above holds);
-            // tiles below 2048 (not measured beyond the multiprocessors).
+            // tiles below 4096 (not measured beyond the multiprocessors).
             (1 << 12, 11, 12, false),
             (12_288, 12, 12, false),
+            (1 << 20, 11, 12, false),
             (1 << 20, 10, 12, false),
             (100_000, 8, 12, false),
         ];

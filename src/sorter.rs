@@ -52,7 +52,7 @@ pub struct SorterDesc {
     /// `Some(true)` always, `Some(false)` never; by default where they paid on the H100
     /// ([`crate::plan::segments_pay`]: on a device that reports its multiprocessors, sorts of 3 to
     /// one tile per multiprocessor with small tiles or more tiles than half the multiprocessors,
-    /// and sorts of 8-byte keys with values in more tiles than multiprocessors, of at least 2048).
+    /// and sorts of 8-byte keys with values in more tiles than multiprocessors, of at least 4096).
     /// Where segments may be used (not `Some(false)`), a sort that fits 3 to one tile per
     /// multiprocessor gets the smallest such tile from 2048 elements up
     /// ([`crate::plan::segment_tile`]), so that each segment pass has a workgroup on as many
@@ -477,8 +477,10 @@ impl Sorter {
 
     /// Points the sorter's binding at its device buffers for a sort of n elements (keys of
     /// `width`, values with `pairs`), making the pipelines for it on first use. The recorder sizes
-    /// the tiles for the capacity, which is n, by [`tile_for`]: as large as shared memory allows
-    /// but small enough that small sorts still spread over many workgroups.
+    /// the tiles for the capacity, which is n: where segment passes may be used, the smallest tile
+    /// from 2048 that leaves 3 to one tile per multiprocessor (`plan::segment_tile`), else by
+    /// [`tile_for`] (as large as shared memory allows but small enough that small sorts still
+    /// spread over many workgroups).
     fn bind(&mut self, pairs: bool, width: KeyWidth, n: usize) -> Result<()> {
         let region = |slot: &Option<Buffer>, bytes: u64| BufferRegion { buffer: raw(slot), offset: 0, size: bytes };
         let desc = BindDesc {
