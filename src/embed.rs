@@ -80,7 +80,11 @@ pub struct BindDesc {
     /// sort runs; `None` takes the count given to `record`. At least 4 bytes.
     pub count: Option<BufferRegion>,
     /// The most elements any sort through this binding takes: fixed here, for the regions' sizes
-    /// and the pipelines.
+    /// and the pipelines. The tiles are sized for it: unless `batched`, where segment passes may
+    /// be used, a capacity that fits 3 to one tile per multiprocessor gets the smallest such tile
+    /// from 2048 (`plan::segment_tile`), so that a sort of far fewer elements than the capacity
+    /// may take a smaller tile than through a binding of its own size (1000 u32 keys through a
+    /// binding of 2^18: one tile of 2048 instead of 1024).
     pub capacity: u32,
     /// The width of the keys sorted through this binding (`u32`/`i32`/`f32` or
     /// `u64`/`i64`/`f64`): each width has its own build of the kernels. Default 32 bits.
@@ -359,7 +363,7 @@ impl SortRecorder {
         }
         let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
         let build = Build { payload, width: key_width, variant: variant(count.is_some(), batched) };
-        let kernels = self.kernels_for_capacity(build, capacity)?;
+        let kernels = self.kernels_for_capacity(build, capacity, batched)?;
         // Unused bindings point at the keys, so that every descriptor is valid: the kernels of keys
         // alone do not declare binding 1, those of a host count not binding 2.
         let infos = [(keys, key_len), (values.unwrap_or(keys), value_len), (count.unwrap_or(keys), 4)]
@@ -397,10 +401,10 @@ impl SortRecorder {
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
     }
 
-    /// The index in `kernels` of the pipelines for sorts of up to `capacity` elements, made on
-    /// first use.
-    fn kernels_for_capacity(&mut self, build: Build, capacity: u32) -> Result<usize> {
-        let options = self.sized_options(build.payload, build.width, capacity)?;
+    /// The index in `kernels` of the pipelines for sorts of up to `capacity` elements (in all, of
+    /// up to as many arrays as fit where `batched`), made on first use.
+    fn kernels_for_capacity(&mut self, build: Build, capacity: u32, batched: bool) -> Result<usize> {
+        let options = self.sized_options(build.payload, build.width, capacity, batched)?;
         let (geometry, _) = geometry_for(&self.info.limits, build.payload, build.width, options)?;
         let chunk = local_chunk(build.payload, build.width, &geometry, options.local_chunk);
         let found = self.kernels.iter().position(|k| k.build == build && k.geometry == geometry && k.chunk == chunk);
@@ -426,10 +430,14 @@ impl SortRecorder {
 
     /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n:
     /// the tile of [`plan::segment_tile`] where the binding's sorts may take segment passes, else
-    /// the sorter's `tile_for`.
-    fn sized_options(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<KernelOptions> {
+    /// the sorter's `tile_for`. A `batched` binding takes `tile_for`: its capacity holds many
+    /// arrays, and a tile sized to spread one array of the capacity over the multiprocessors
+    /// would cut shorter arrays into several tiles where `tile_for`'s holds each in one (one
+    /// pass). Not measured on a GPU: batched bindings keep the tiles they had before segment tiles.
+    fn sized_options(&self, payload: Payload, width: KeyWidth, capacity: u32, batched: bool) -> Result<KernelOptions> {
         let mut options = self.options;
-        let by_size = match self.segment_tile(payload, width, capacity)? {
+        let segment_tile = if batched { None } else { self.segment_tile(payload, width, capacity)? };
+        let by_size = match segment_tile {
             Some(tile) => tile,
             None => crate::sorter::tile_for(capacity as usize),
         };
@@ -453,10 +461,10 @@ impl SortRecorder {
         Ok(plan::segment_tile(capacity, largest.tile(), multiprocessors))
     }
 
-    /// The geometry and local workgroup size a binding of this capacity, payload and key width
-    /// gets, without making anything.
+    /// The geometry and local workgroup size an unbatched binding of this capacity, payload and
+    /// key width gets, without making anything.
     pub(crate) fn geometry(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<(Geometry, u32)> {
-        geometry_for(&self.info.limits, payload, width, self.sized_options(payload, width, capacity)?)
+        geometry_for(&self.info.limits, payload, width, self.sized_options(payload, width, capacity, false)?)
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
