@@ -546,10 +546,11 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 /// a device that reports its `multiprocessors`: in sorts of 3 to `multiprocessors` tiles (one
 /// tile per workgroup everywhere; with more, the other plan's local merges loop over tiles and
 /// load ahead, which segments do not) whose tiles hold at most 24 KiB (`element_bytes`: key and
-/// value, 4 to 12 bytes) or number more than half the multiprocessors; and u64 pairs beyond
-/// (the end of this paragraph). An empirical rule, from
-/// the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with and
-/// without segments and at several tiles, two processes each, alternating; docs/PERFORMANCE.md).
+/// value, 4 to 12 bytes) or number more than half the multiprocessors; and sorts of 12-byte
+/// elements (u64 pairs) in more tiles than that (the end of this paragraph). An empirical rule,
+/// from the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with
+/// and without segments and at several tiles, two processes each, alternating;
+/// docs/PERFORMANCE.md).
 /// With the tiles of [`segment_tile`], u32 keys gained from 2^14 to 2^20 (2^16 -13 %, 2^18 -15 %,
 /// 2^19 -13 %, 2^20 -11 %) and tied at 2^13 (4 tiles); u32 pairs from 2^14 to 2^19 (2^16 -8 %,
 /// 2^18 -15 %, 2^19 -6 %); u64 keys from 2^14 to 2^19 (2^17 -23 %, 2^18 -25 %) and u64 pairs from
