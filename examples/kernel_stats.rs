@@ -17,7 +17,7 @@ use bitonic_vk::context::DeviceLimits;
 use bitonic_vk::pipelines::{geometry_for, local_chunk, KernelOptions};
 use bitonic_vk::plan::PassKind;
 use bitonic_vk::push::PushConstants;
-use bitonic_vk::shaders::{spirv, spirv_tile_sort_persistent, Payload, Variant};
+use bitonic_vk::shaders::{spirv, spirv_persistent, Payload, Variant};
 use bitonic_vk::ContextDesc;
 use bitonic_vk::KeyWidth;
 use clap::Parser;
@@ -120,14 +120,18 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
             let chunk = local_chunk(payload, width, &geometry, options.local_chunk);
             let local = [local_wg, geometry.tile(), chunk, 0];
             let merge = spirv(PassKind::LocalMerge, payload, width, Variant::Lean);
-            let persistent = spirv_tile_sort_persistent(payload, width, Variant::Lean);
             let mut kernels = vec![
                 (spirv(PassKind::TileSort, payload, width, Variant::Lean), local, "tile_sort".to_string()),
-                (persistent, local, "tile_sort persistent".to_string()),
                 (merge, local, "local_merge".to_string()),
                 (merge, [local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
                 (merge, [local_wg, geometry.tile(), chunk, 2], "local_merge window 4".to_string()),
+                (spirv(PassKind::SegmentMerge, payload, width, Variant::Lean), local, "segment_merge".to_string()),
             ];
+            for kind in [PassKind::TileSort, PassKind::SegmentMerge] {
+                if let Some(code) = spirv_persistent(kind, payload, width, Variant::Lean) {
+                    kernels.push((code, local, format!("{} persistent", kind.name())));
+                }
+            }
             for m in 1..=geometry.fused {
                 kernels.push((
                     spirv(PassKind::GlobalMerge, payload, width, Variant::Lean),

@@ -7,8 +7,18 @@
 //   - the half-cleaners of strides 2^(low+high-1) .. 2^low (the high run),
 // in chunks of up to FUSED in registers as the tile kernels run theirs, and stores them back. In
 // local indices every comparator puts the smaller image first, as in a tile.
-// Push constants used: n, inc (2^high_bit), dir (flip), log_block (the shape), group_offset,
-// flags (count; FLAG_FROM_IMAGE_ON_STORE on the last pass of a sort).
+// Push constants used: n, dir (flip), log_block (the shape: low, high and the high run's element
+// bit q), group_offset, flags (count; FLAG_FROM_IMAGE_ON_STORE on the last pass of a sort); with
+// PERSISTENT, inc.
+//
+// The PERSISTENT build (a module of its own, bound only for a segment pass with fewer workgroups
+// than cosets: Plan::persistent_merges) loops: workgroup w takes cosets w, w + pc.inc, ..., and
+// loads its next coset into registers before it runs this one, as the persistent local merges
+// do (local_merge.comp; its element buffers are volatile for the same reason). The plain build
+// keeps one coset per workgroup with plain buffers.
+#ifdef PERSISTENT
+#define ELEMENT_QUALIFIER volatile
+#endif
 #include "local.glsl"
 
 uint segment_low() {
@@ -19,19 +29,25 @@ uint segment_high() {
     return (pc.log_block >> SEGMENT_HIGH_SHIFT) & 31u;
 }
 
+// q: the element bit of the high run's smallest stride.
+uint segment_high_bit() {
+    return (pc.log_block >> SEGMENT_HIGH_BIT_SHIFT) & 31u;
+}
+
 uint segment_used() {
     return segment_low() + segment_high() + pc.dir;
 }
 
-// The element index of local element c of this workgroup: the low run from c's low bits, the
-// high run from the next ones, the flip's vector where bit u-1 of c is set, and the coset (c's
-// bits at or above u, then the workgroup) spread over the element bits the runs leave free.
-uint element_of(uint c) {
+// The element index of local element c of workgroup `group` (its first coset): the low run from
+// c's low bits, the high run from the next ones, the flip's vector where bit u-1 of c is set, and
+// the coset (c's bits at or above u, then the group) spread over the element bits the runs leave
+// free. It grows with the group (Segment::workgroups).
+uint element_of(uint c, uint group) {
     uint a = segment_low();
     uint m = segment_high();
-    uint q = uint(findLSB(pc.inc));
+    uint q = segment_high_bit();
     uint u = segment_used();
-    uint coset = (c >> u) | ((gl_WorkGroupID.x + pc.group_offset) << (uint(findMSB(TILE)) - u));
+    uint coset = (c >> u) | (group << (uint(findMSB(TILE)) - u));
     uint gap = q - a;
     uint e = (c & ((1u << a) - 1u)) | (((c >> a) & ((1u << m) - 1u)) << q) |
              ((coset & ((1u << gap) - 1u)) << a) | ((coset >> gap) << (q + m + pc.dir));
@@ -41,17 +57,34 @@ uint element_of(uint c) {
     return e;
 }
 
-// The workgroup's elements into shared memory, every load of a batch issued before the first
+// element_of is linear over GF(2) for local indices below TILE: each element bit is one bit of
+// c or of the group, or (the flip) a fixed vector where bit u-1 of c is set, so element_of(c ^ d,
+// g ^ h) = element_of(c, g) ^ element_of(d, h). The loops below take the index of local element
+// i0 + r * WG_SIZE + lid (three disjoint bit fields) as element_of(i0 + lid, group), once per
+// invocation and batch, XOR slot_element(r): a few XORs per element of values the whole
+// workgroup shares, instead of the bit spreading for each element.
+uint slot_element(uint r) {
+    uint e = 0u;
+    [[unroll]] for (uint b = 0u; (1u << b) < LOAD_SLOTS; b++) {
+        if ((r & (1u << b)) != 0u) {
+            e ^= element_of(WG_SIZE << b, 0u);
+        }
+    }
+    return e;
+}
+
+// Group `group`'s elements into shared memory, every load of a batch issued before the first
 // store (as load_tile does); virtual elements (index N or past) are KEY_MAX and never read.
-void load_segment() {
+void load_segment(uint group) {
     uint first = batch_base();
     uint lid = gl_LocalInvocationID.x;
     uint batch = tile_batch();
     for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
+        uint base = element_of(i0 + lid, group);
         [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
             uint i = i0 + r * WG_SIZE + lid;
             if (r < batch && i < TILE) {
-                uint e = element_of(i);
+                uint e = base ^ slot_element(r);
                 r_key[r] = KEY_MAX;
 #ifdef PAIRS
                 r_value[r] = 0u;
@@ -77,8 +110,8 @@ void load_segment() {
     barrier();
 }
 
-// The real elements back, mapped from order images on the sort's last pass.
-void store_segment() {
+// Group `group`'s real elements back, mapped from order images on the sort's last pass.
+void store_segment(uint group) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
     uint first = batch_base();
     uint lid = gl_LocalInvocationID.x;
@@ -93,10 +126,11 @@ void store_segment() {
 #endif
             }
         }
+        uint base = element_of(i0 + lid, group);
         [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
             uint i = i0 + r * WG_SIZE + lid;
             if (r < batch && i < TILE) {
-                uint e = element_of(i);
+                uint e = base ^ slot_element(r);
                 if (e < N) {
                     keys[first + e] = map ? from_image(r_key[r]) : r_key[r];
 #ifdef PAIRS
@@ -177,13 +211,32 @@ void segment_chain(uint k, uint rest, bool flip, uint left) {
     }
 }
 
-void main() {
-    // Workgroups whose lowest element is virtual hold no real one (Segment::workgroups): with a
-    // GPU-side count they return at once, the whole workgroup alike.
-    if (element_of(0u) >= N) {
-        return;
+// Issues the loads of group `group`'s elements into r_ahead, local element r * WG_SIZE + lid in
+// slot r (where store_ahead puts it in shared memory); virtual elements are KEY_MAX.
+void load_segment_ahead(uint group) {
+    uint first = batch_base();
+    uint lid = gl_LocalInvocationID.x;
+    uint base = element_of(lid, group);
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + lid;
+        if (i < TILE) {
+            uint e = base ^ slot_element(r);
+            r_ahead[r] = KEY_MAX;
+#ifdef PAIRS
+            r_ahead_value[r] = 0u;
+#endif
+            if (e < N) {
+                r_ahead[r] = keys[first + e];
+#ifdef PAIRS
+                r_ahead_value[r] = values[first + e];
+#endif
+            }
+        }
     }
-    load_segment();
+}
+
+// The substages of the segment on the coset in shared memory.
+void run_segment() {
     uint a = segment_low();
     uint m = segment_high();
     uint u = segment_used();
@@ -213,5 +266,46 @@ void main() {
     // Otherwise strides 2^(u-1) .. 2^a of a stage: the last u - a half-cleaners of a stage of
     // u + 1 substages are the first m.
     segment_chain(k, rest, flip, left);
-    store_segment();
 }
+
+#ifndef PERSISTENT
+void main() {
+    uint group = gl_WorkGroupID.x + pc.group_offset;
+    // Workgroups whose lowest element is virtual hold no real one (Segment::workgroups): with a
+    // GPU-side count they return at once, the whole workgroup alike.
+    if (element_of(0u, group) >= N) {
+        return;
+    }
+    load_segment(group);
+    run_segment();
+    store_segment(group);
+}
+#else
+void main() {
+    // The loop's stride; never 0 in this build (max() keeps a wrong push constant from hanging).
+    uint stride = max(pc.inc, 1u);
+    uint group = gl_WorkGroupID.x + pc.group_offset;
+    // A group whose lowest element is virtual holds no real one, nor does any after it.
+    if (element_of(0u, group) >= N) {
+        return;
+    }
+    if (AHEAD_FITS) {
+        load_segment_ahead(group);
+    }
+    for (; element_of(0u, group) < N; group += stride) {
+        if (AHEAD_FITS) {
+            store_ahead(false);
+        } else {
+            load_segment(group);
+        }
+        uint next = group + stride;
+        if (AHEAD_FITS && element_of(0u, next) < N) {
+            load_segment_ahead(next);
+        }
+        run_segment();
+        store_segment(group);
+        // Every invocation has read this coset out of shared memory before the next goes in.
+        barrier();
+    }
+}
+#endif

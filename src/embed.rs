@@ -41,7 +41,7 @@ use crate::context::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, KeyWidth, Order, SortKey};
 use crate::pipelines::{geometry_for, local_chunk, KernelOptions, Kernels, Layouts};
-use crate::plan::{self, Geometry, Plan};
+use crate::plan::{self, Geometry, PassKind, Plan};
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::{Build, Payload, Variant};
 
@@ -110,7 +110,8 @@ pub struct RecorderDesc {
     pub local_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels; see [`crate::SorterDesc`].
     pub local_chunk_substages: Option<u32>,
-    /// The most workgroups of the tile sort and of a local merge; see [`crate::SorterDesc`].
+    /// The most workgroups of the tile sort, of a local merge and of a segment pass; see
+    /// [`crate::SorterDesc`].
     pub merge_workgroups: Option<u32>,
     /// Plans sorts in segment passes after the tile sort; see [`crate::SorterDesc`].
     pub segment_merges: Option<bool>,
@@ -186,8 +187,8 @@ pub struct SortRecorder {
     pool: vk::DescriptorPool,
     bindings_left: u32,
     options: KernelOptions,
-    /// The most workgroups of the tile sort and of a local merge without windows
-    /// (`Plan::persistent_merges`).
+    /// The most workgroups of the tile sort, of a local merge without windows and of a segment
+    /// pass (`Plan::persistent_merges`).
     merge_groups: u32,
     /// Plans are `Plan::segmented` (Some(true)), never (Some(false)), or where
     /// `plan::segments_pay` says (None).
@@ -416,14 +417,19 @@ impl SortRecorder {
                 self.kernels.len() - 1
             }
         };
-        // A tile sort loops only where a sort has more tiles than merge workgroups (see
-        // `persistent`), so bindings too small for that never compile its looping build.
-        if self.merge_groups > 0 && capacity.div_ceil(geometry.tile()) > self.merge_groups {
-            self.kernels[index].make_persistent_tile_sort(&self.layouts, self.cache)?;
+        // A tile sort loops only where a sort has more tiles than merge workgroups, a segment pass
+        // where it has more cosets (at most the power of two at or above n over the tile) than
+        // that (see `persistent`), so bindings too small for that never compile the looping builds.
+        let loop_above = |workgroups: u32| self.merge_groups > 0 && workgroups > self.merge_groups;
+        if loop_above(capacity.div_ceil(geometry.tile())) {
+            self.kernels[index].make_persistent(PassKind::TileSort, &self.layouts, self.cache)?;
         }
         let maybe = self.segments.unwrap_or(self.info.limits.multiprocessors > 0);
         if maybe && capacity > geometry.tile() {
             self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
+            if loop_above(capacity.next_power_of_two() / geometry.tile()) {
+                self.kernels[index].make_persistent(PassKind::SegmentMerge, &self.layouts, self.cache)?;
+            }
         }
         Ok(index)
     }
@@ -595,9 +601,10 @@ impl SortRecorder {
         }
     }
 
-    /// Caps a plan's tile sort and local merges at this recorder's merge workgroups, each looping
-    /// over no more tiles than the device's loops allow ([`plan::max_loop_tiles`]); `local_wg`:
-    /// the invocations per workgroup of the plan's local kernels.
+    /// Caps a plan's tile sort, local merges and segment passes at this recorder's merge
+    /// workgroups, each looping over no more tiles than the device's loops allow
+    /// ([`plan::max_loop_tiles`]); `local_wg`: the invocations per workgroup of the plan's local
+    /// kernels.
     pub(crate) fn persistent(&self, plan: Plan, local_wg: u32) -> Plan {
         let (cpu, geometry) = (self.cpu, plan.geometry);
         plan.persistent_merges(self.merge_groups, |kind| plan::max_loop_tiles(cpu, &geometry, local_wg, kind))

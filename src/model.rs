@@ -306,22 +306,31 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                 touched.extend(base..n.min(base + span));
             }
             PassKind::SegmentMerge => {
-                // Workgroup `group` holds the elements Segment::element names; a workgroup whose
-                // lowest element is virtual returns at once.
+                // Workgroup `group` holds the elements Segment::element names; one whose lowest
+                // element is virtual returns at once. The looping build (substages 1) then takes
+                // group + inc, group + 2 inc, ... while their lowest element is real.
                 let segment = Segment::decode(&push);
-                let index: Vec<u64> =
-                    (0..geometry.tile()).map(|c| segment.element(geometry.tile_log2, group, c)).collect();
-                if index[0] >= u64::from(n) {
-                    continue;
-                }
-                for (lo, hi) in segment_local_comparators(&segment, geometry.tile()) {
-                    let (a, b) = (index[lo as usize], index[hi as usize]);
-                    assert!(a < b, "{segment:?}: local {lo} < {hi} but elements {a} >= {b}");
-                    if b < u64::from(n) {
-                        comparators.push((a as u32, b as u32));
+                let loops = push.inc > 0 && substages > 0;
+                let mut coset = group;
+                loop {
+                    let index: Vec<u64> =
+                        (0..geometry.tile()).map(|c| segment.element(geometry.tile_log2, coset, c)).collect();
+                    if index[0] >= u64::from(n) {
+                        break;
                     }
+                    for (lo, hi) in segment_local_comparators(&segment, geometry.tile()) {
+                        let (a, b) = (index[lo as usize], index[hi as usize]);
+                        assert!(a < b, "{segment:?}: local {lo} < {hi} but elements {a} >= {b}");
+                        if b < u64::from(n) {
+                            comparators.push((a as u32, b as u32));
+                        }
+                    }
+                    touched.extend(index.into_iter().filter(|&i| i < u64::from(n)).map(|i| i as u32));
+                    if !loops {
+                        break;
+                    }
+                    coset += push.inc;
                 }
-                touched.extend(index.into_iter().filter(|&i| i < u64::from(n)).map(|i| i as u32));
             }
             PassKind::TileSort | PassKind::LocalMerge => {
                 // Workgroup `group` sorts or merges tile `group`; a persistent one then tiles
@@ -734,6 +743,62 @@ mod tests {
                     let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
                     trace.run(&mut keys, Some(&mut values));
                     check_pairs(KeyKind::I32, order, &input, &keys, &values, &what);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn persistent_segment_passes_sort_and_loop_over_every_coset_once() {
+        // Segment passes capped at 1 to 3 workgroups, each looping over cosets (any number, or at
+        // most 2 as on a device whose loops stop early), with the tile sort looping beside them:
+        // every length up to 12 tiles and a few larger, split dispatches of 2 workgroups too;
+        // the looping build where a pass has more cosets than workgroups, no hazard, each real
+        // element in exactly one workgroup's cosets per pass, random pairs sorted.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e9c);
+        for tile_log2 in 1..=3 {
+            let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
+            let tile = geometry.tile();
+            for (groups, max_loop) in [(1, u32::MAX), (2, u32::MAX), (3, u32::MAX), (1, 2), (3, 2)] {
+                for max_groups_per_dispatch in [2, u32::MAX] {
+                    let options = RecordOptions { max_groups_per_dispatch, drop_barrier_before_pass: None };
+                    for n in (0..=12 * tile + 1).chain([37 * tile + 5, 64 * tile]) {
+                        let flags = key_flags(KeyKind::U32, Order::Descending);
+                        let what = format!("t={tile_log2} groups={groups} loops<={max_loop} {options:?} n={n}");
+                        let plain = Plan::segmented(n, geometry, flags).expect("valid");
+                        let plan = plain.clone().persistent_merges(groups, |_| max_loop);
+                        for (pass, before) in plan.passes.iter().zip(&plain.passes).skip(1) {
+                            let cosets = before.workgroups;
+                            let wanted = groups.max(cosets.div_ceil(max_loop)).min(cosets);
+                            assert_eq!(pass.workgroups, wanted, "{what}");
+                            assert_eq!(pass.push.inc, if cosets > wanted { wanted } else { 0 }, "{what}");
+                            assert_eq!(pass.substages, u32::from(pass.push.inc > 0), "{what}");
+                            assert_eq!(Segment::decode(&pass.push), Segment::decode(&before.push), "{what}");
+                        }
+                        let (plan, trace) = trace_of(plan, options);
+                        assert_eq!(trace.hazards(), vec![], "{what}");
+                        // Per segment pass (its dispatches, in order), every real element in one
+                        // coset of one workgroup.
+                        let mut dispatches = trace.dispatches();
+                        for pass in &plan.passes {
+                            let mut seen = vec![0u32; n as usize];
+                            for d in
+                                dispatches.by_ref().take(pass.workgroups.div_ceil(max_groups_per_dispatch) as usize)
+                            {
+                                for &i in &d.touched {
+                                    seen[i as usize] += 1;
+                                }
+                            }
+                            if pass.kind == PassKind::SegmentMerge {
+                                assert!(seen.iter().all(|&c| c == 1), "{what}: {pass:?}");
+                            }
+                        }
+                        let input: Vec<u32> =
+                            (0..n).map(|_| [0, 1, u32::MAX, rng.random()][rng.random_range(0..4)]).collect();
+                        let (mut keys, mut values) = (input.clone(), (0..n).collect::<Vec<u32>>());
+                        trace.run(&mut keys, Some(&mut values));
+                        check_pairs(KeyKind::U32, Order::Descending, &input, &keys, &values, &what);
+                    }
                 }
             }
         }

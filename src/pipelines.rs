@@ -7,7 +7,7 @@ use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
-use crate::shaders::{element_bytes, spirv, spirv_tile_sort_persistent, Build, KeyWidth, Payload};
+use crate::shaders::{element_bytes, spirv, spirv_persistent, Build, KeyWidth, Payload};
 
 pub use crate::plan::MAX_TILE;
 
@@ -212,8 +212,9 @@ impl Drop for Layouts {
 }
 
 /// The compute pipelines of one payload: the two local kernels, and global_merge once per number
-/// of fused substages (1..=geometry.fused); the tile sort whose workgroups loop over tiles once a
-/// binding needs it ([`Kernels::make_persistent_tile_sort`]).
+/// of fused substages (1..=geometry.fused); segment_merge, and the tile sort and segment_merge
+/// whose workgroups loop over tiles or cosets, once a binding needs them
+/// ([`Kernels::make_segment_merge`], [`Kernels::make_persistent`]).
 pub(crate) struct Kernels {
     device: ash::Device,
     tile_sort: vk::Pipeline,
@@ -222,6 +223,8 @@ pub(crate) struct Kernels {
     local_merge: vk::Pipeline,
     /// segment_merge, null until made.
     segment_merge: vk::Pipeline,
+    /// The PERSISTENT build of segment_merge, null until made.
+    segment_merge_persistent: vk::Pipeline,
     /// local_merge specialised for windows of two and of four tiles (`WINDOW` = 1, 2).
     local_merge_window: [vk::Pipeline; 2],
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
@@ -252,6 +255,7 @@ impl Kernels {
             tile_sort_persistent: vk::Pipeline::null(),
             local_merge: vk::Pipeline::null(),
             segment_merge: vk::Pipeline::null(),
+            segment_merge_persistent: vk::Pipeline::null(),
             local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
@@ -280,15 +284,22 @@ impl Kernels {
         Ok(kernels)
     }
 
-    /// Makes the tile sort whose workgroups loop over tiles, for plans whose tile sort has fewer
-    /// workgroups than tiles (`Plan::persistent_merges`), unless it is made already. Sorts that
-    /// never loop do not pay for its compilation.
-    pub fn make_persistent_tile_sort(&mut self, layouts: &Layouts, cache: vk::PipelineCache) -> Result<()> {
-        if self.tile_sort_persistent == vk::Pipeline::null() {
-            let Build { payload, width, variant } = self.build;
-            let local = [self.local_wg, self.geometry.tile(), self.chunk, 0];
-            let code = spirv_tile_sort_persistent(payload, width, variant);
-            self.tile_sort_persistent = create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &local)?;
+    /// Makes the build of `kind` (the tile sort or segment_merge) whose workgroups loop over tiles
+    /// or cosets, for plans whose pass of that kind has fewer workgroups than tiles
+    /// (`Plan::persistent_merges`), unless it is made already; other kinds have no such build.
+    /// Sorts that never loop do not pay for its compilation.
+    pub fn make_persistent(&mut self, kind: PassKind, layouts: &Layouts, cache: vk::PipelineCache) -> Result<()> {
+        let Build { payload, width, variant } = self.build;
+        let local = [self.local_wg, self.geometry.tile(), self.chunk, 0];
+        let slot = match kind {
+            PassKind::TileSort => &mut self.tile_sort_persistent,
+            PassKind::SegmentMerge => &mut self.segment_merge_persistent,
+            PassKind::GlobalMerge | PassKind::LocalMerge => return Ok(()),
+        };
+        if *slot == vk::Pipeline::null() {
+            if let Some(code) = spirv_persistent(kind, payload, width, variant) {
+                *slot = create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &local)?;
+            }
         }
         Ok(())
     }
@@ -305,19 +316,26 @@ impl Kernels {
     }
 
     /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
-    /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles; for `TileSort` with
-    /// `substages` 1, the one whose workgroups loop over tiles (made by
-    /// [`Kernels::make_persistent_tile_sort`]).
+    /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles; for `TileSort` and
+    /// `SegmentMerge` with `substages` 1, the one whose workgroups loop over tiles or cosets (made
+    /// by [`Kernels::make_persistent`]).
     pub fn pipeline(&self, kind: PassKind, substages: u32) -> vk::Pipeline {
         match kind {
             PassKind::TileSort if substages > 0 => {
-                debug_assert!(self.tile_sort_persistent != vk::Pipeline::null(), "persistent tile sort not made");
+                debug_assert!(self.tile_sort_persistent != vk::Pipeline::null(), "persistent tile_sort not made");
                 self.tile_sort_persistent
             }
             PassKind::TileSort => self.tile_sort,
             PassKind::LocalMerge if substages > 0 => self.local_merge_window[(substages.min(2) - 1) as usize],
             PassKind::LocalMerge => self.local_merge,
             PassKind::GlobalMerge => self.global_merge[(substages.clamp(1, MAX_FUSED) - 1) as usize],
+            PassKind::SegmentMerge if substages > 0 => {
+                debug_assert!(
+                    self.segment_merge_persistent != vk::Pipeline::null(),
+                    "persistent segment_merge not made"
+                );
+                self.segment_merge_persistent
+            }
             PassKind::SegmentMerge => {
                 debug_assert!(self.segment_merge != vk::Pipeline::null(), "segment_merge not made");
                 self.segment_merge
@@ -364,7 +382,13 @@ fn create_pipeline(
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        let local = [self.tile_sort, self.tile_sort_persistent, self.local_merge, self.segment_merge];
+        let local = [
+            self.tile_sort,
+            self.tile_sort_persistent,
+            self.local_merge,
+            self.segment_merge,
+            self.segment_merge_persistent,
+        ];
         for p in local.into_iter().chain(self.local_merge_window).chain(self.global_merge) {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.

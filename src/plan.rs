@@ -29,7 +29,10 @@
 //! substages ([`Segment`]).
 
 use crate::error::{Error, Result};
-use crate::push::{PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD, SEGMENT_HIGH_SHIFT, SEGMENT_TAIL};
+use crate::push::{
+    PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD, SEGMENT_HIGH_BIT_SHIFT, SEGMENT_HIGH_SHIFT,
+    SEGMENT_TAIL,
+};
 
 /// The most elements one sort can take: the shaders index with 32-bit unsigned integers and the
 /// flip of the last stage needs 2 * 2^30 to fit.
@@ -152,9 +155,9 @@ pub struct Pass {
     /// `GlobalMerge`: how many consecutive substages it runs (strides `push.inc` down to
     /// `push.inc >> (substages - 1)`). `LocalMerge`: w when it takes windows of 2^w tiles (w = 1
     /// or 2) and runs the w substages of strides `push.inc` (the tile << (w-1)) down to the tile
-    /// itself, else 0. `TileSort`: 1 where its workgroups loop over tiles (`push.inc` > 0, the
-    /// PERSISTENT build of the kernel: [`Plan::persistent_merges`]), else 0. `SegmentMerge`: 0
-    /// (its shape is in the push constants: [`Segment::decode`]).
+    /// itself, else 0. `TileSort` and `SegmentMerge`: 1 where its workgroups loop over tiles or
+    /// cosets (`push.inc` > 0, the PERSISTENT build of the kernel: [`Plan::persistent_merges`]),
+    /// else 0 (a segment's shape is in the push constants: [`Segment::decode`]).
     pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
     pub stage: u32,
@@ -276,11 +279,12 @@ impl Plan {
         Ok(Plan { n, geometry, passes })
     }
 
-    /// Caps the workgroups of the tile sort and of every local merge without windows at `groups`
-    /// (0 leaves the plan as it is): each workgroup then loops over the tiles `wg, wg + groups,
-    /// ...` and loads the next tile while it sorts or merges this one (`push.inc` = `groups`, the
-    /// loop's stride; 0 means one tile per workgroup; a looping tile sort has `substages` 1, for the
-    /// kernel build that loops). With one local workgroup resident per
+    /// Caps the workgroups of the tile sort, of every local merge without windows and of every
+    /// segment pass at `groups` (0 leaves the plan as it is): each workgroup then loops over the
+    /// tiles (cosets) `wg, wg + groups, ...` and loads the next while it sorts or merges this one
+    /// (`push.inc` = `groups`, the loop's stride; 0 means one tile per workgroup; a looping tile
+    /// sort or segment pass has `substages` 1, for the kernel build that loops). With one local
+    /// workgroup resident per
     /// multiprocessor a workgroup that owns one tile waits for all of its loads before it works
     /// and leaves the memory idle while it does; on the H100 at 2^24 u32 keys (2048 tiles, 132
     /// workgroups) each such local merge took 62 to 73 us instead of 86 to 96, and the tile sort
@@ -294,14 +298,18 @@ impl Plan {
             return self;
         }
         for pass in &mut self.passes {
-            let looping = pass.kind == PassKind::TileSort || (pass.kind == PassKind::LocalMerge && pass.substages == 0);
+            let looping = match pass.kind {
+                PassKind::TileSort | PassKind::SegmentMerge => true,
+                PassKind::LocalMerge => pass.substages == 0,
+                PassKind::GlobalMerge => false,
+            };
             if looping {
                 let tiles = pass.workgroups;
                 let capped = groups.max(tiles.div_ceil(max_loop_tiles(pass.kind).max(1)));
                 if tiles > capped {
                     pass.workgroups = capped;
                     pass.push.inc = capped;
-                    if pass.kind == PassKind::TileSort {
+                    if pass.kind != PassKind::LocalMerge {
                         pass.substages = 1;
                     }
                 }
@@ -367,10 +375,12 @@ impl Segment {
         u32::from(self.tail) * self.low + u32::from(self.flip) + self.high
     }
 
-    /// The push constants' `inc`, `dir` and `log_block` for this shape.
-    fn encode(&self) -> (u32, u32, u32) {
+    /// The push constants' `dir` and `log_block` for this shape (`inc` is the loop's stride of a
+    /// persistent pass: [`Plan::persistent_merges`]).
+    fn encode(&self) -> (u32, u32) {
         let tail = if self.tail { SEGMENT_TAIL } else { 0 };
-        (1 << self.high_bit, u32::from(self.flip), self.low | self.high << SEGMENT_HIGH_SHIFT | tail)
+        let log_block = self.low | self.high << SEGMENT_HIGH_SHIFT | tail | self.high_bit << SEGMENT_HIGH_BIT_SHIFT;
+        (u32::from(self.flip), log_block)
     }
 
     /// The shape a pass's push constants carry.
@@ -379,7 +389,7 @@ impl Segment {
             low: push.log_block & 31,
             tail: push.log_block & SEGMENT_TAIL != 0,
             flip: push.dir != 0,
-            high_bit: push.inc.trailing_zeros(),
+            high_bit: (push.log_block >> SEGMENT_HIGH_BIT_SHIFT) & 31,
             high: (push.log_block >> SEGMENT_HIGH_SHIFT) & 31,
         }
     }
@@ -476,7 +486,7 @@ impl Plan {
                     (Segment { low, tail: true, flip: true, high_bit, high }, stage)
                 }
             };
-            let (inc, dir, log_block) = segment.encode();
+            let (dir, log_block) = segment.encode();
             // Only the last stage's tail moves past the last stage.
             let last = stage > levels;
             plan.passes.push(Pass {
@@ -485,7 +495,6 @@ impl Plan {
                 stage: ends_in,
                 workgroups: segment.workgroups(n, t, levels),
                 push: PushConstants {
-                    inc,
                     dir,
                     log_block,
                     flags: key_flags | if last { FLAG_FROM_IMAGE_ON_STORE } else { 0 },
@@ -579,12 +588,12 @@ pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiproces
 /// and a one-loop probe shader that stopped after exactly 65535 iterations).
 pub const CPU_LOOP_LIMIT: u32 = 65535;
 
-/// The most tiles one workgroup of a persistent tile sort or local merge (`kind`,
-/// [`Plan::persistent_merges`]) may loop over on a device with a loop limit such as
+/// The most tiles (cosets) one workgroup of a persistent tile sort, local merge or segment pass
+/// (`kind`, [`Plan::persistent_merges`]) may loop over on a device with a loop limit such as
 /// [`CPU_LOOP_LIMIT`] (`cpu`: the device is a CPU implementation; GPUs get `u32::MAX`). Each tile
 /// costs the kernel's loops at most about 2 x (elements per invocation + 1) x (substages + 4)
-/// iterations, a local merge log2(tile) substages and the tile sort log2(tile) (log2(tile) + 1)
-/// / 2, with at least 2 elements per invocation counted: a bound with room over what lavapipe's
+/// iterations, a local merge or segment pass log2(tile) substages (a segment runs at most as
+/// many as its coset has index bits) and the tile sort log2(tile) (log2(tile) + 1) / 2, with at least 2 elements per invocation counted: a bound with room over what lavapipe's
 /// failures imply (the first loop count that failed, against the limit): 18 to 32 iterations per
 /// tile for the local merge at tiles of 256 and 1024, 64 to 85, 120 to 126 and 171 to 256 for
 /// the tile sort at tiles of 64, 256 and 1024. A workgroup wider than its tile costs about as much
@@ -693,6 +702,28 @@ mod tests {
         assert!(!merges.is_empty());
         for merge in merges {
             assert_eq!((merge.workgroups, merge.push.inc), (2, 2));
+        }
+    }
+
+    #[test]
+    fn segment_element_indices_are_linear_over_xor() {
+        // glsl/segment_merge.comp takes each element's index as the XOR of its invocation's and
+        // its slot's (slot_element), which holds because Segment::element is linear over GF(2)
+        // in the local index and the group.
+        for (n, t) in [(1u32 << 16, 11), (100_003, 8), (1 << 24, 13), (3 << 20, 12), (1000, 4)] {
+            let plan = Plan::segmented(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0).expect("valid");
+            let tile = 1u32 << t;
+            let groups = 1u32 << (32 - (n - 1).leading_zeros() - t);
+            for pass in plan.passes.iter().skip(1) {
+                let segment = Segment::decode(&pass.push);
+                let e = |c: u32, g: u32| segment.element(t, g, c);
+                assert_eq!(e(0, 0), 0, "{segment:?}");
+                for (c, d) in [(1, tile - 1), (tile / 2, tile / 2 - 1), (5 % tile, 6 % tile), (tile - 1, tile - 1)] {
+                    for (g, h) in [(0, 0), (1, groups - 1), (groups / 2, 3 % groups)] {
+                        assert_eq!(e(c ^ d, g ^ h), e(c, g) ^ e(d, h), "{segment:?} c={c} d={d} g={g} h={h}");
+                    }
+                }
+            }
         }
     }
 

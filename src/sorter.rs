@@ -39,9 +39,9 @@ pub struct SorterDesc {
     /// Substages per shared-memory chunk of the local kernels (1..=5) instead of the default (see
     /// `max_fused_substages`), whatever `max_fused_substages` says. A tuning knob for `bench`.
     pub local_chunk_substages: Option<u32>,
-    /// The most workgroups of the tile sort and of a local merge without windows. Where a sort has
-    /// more tiles, each workgroup loops over several and loads the next while it works on this
-    /// one. By default the device's multiprocessors where it reports them
+    /// The most workgroups of the tile sort, of a local merge without windows and of a segment
+    /// pass. Where a sort has more tiles (cosets), each workgroup loops over several and loads the
+    /// next while it works on this one. By default the device's multiprocessors where it reports them
     /// (`VK_NV_shader_sm_builtins`), else one tile per workgroup; `Some(0)` always takes one tile
     /// per workgroup. On a CPU device a pass takes more workgroups where one would loop over more
     /// tiles than the driver's loops allow (`plan::CPU_LOOP_LIMIT`). A tuning knob for `bench`.

@@ -224,6 +224,19 @@ fn the_embedded_builds_take_segment_passes() {
     records_sorts(&RecorderDesc { max_tile: Some(8), segment_merges: Some(true), ..RecorderDesc::default() });
 }
 
+/// Tiles of 8 with every pass after the tile sort a segment pass, on at most 3 workgroups each
+/// looping over cosets: the looping builds of segment_merge, batched, with a GPU-side count and
+/// for 8-byte keys too.
+#[test]
+fn the_embedded_builds_take_persistent_segment_passes() {
+    records_sorts(&RecorderDesc {
+        max_tile: Some(8),
+        merge_workgroups: Some(3),
+        segment_merges: Some(true),
+        ..RecorderDesc::default()
+    });
+}
+
 fn records_sorts(desc: &RecorderDesc) {
     let r = Renderer::new();
     let a = r.alignment();

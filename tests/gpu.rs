@@ -484,10 +484,14 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
     // Every pass after the tile sort a segment pass (Plan::segmented): the default tiles, small
     // tiles with split dispatches, chunks of 3 substages (cross chunks with a tail of two), of 2
     // and of 1 (no cross chunk), and a persistent tile sort before the segments. Sizes with a
-    // partial last tile put virtual elements among a segment's real ones.
+    // partial last tile put virtual elements among a segment's real ones. Where the merge
+    // workgroups are capped below the cosets (the second row with the default tiles, the third
+    // row), the segment passes loop over cosets and load the next ahead too (lavapipe reports no
+    // multiprocessor count, so by default nothing loops there).
     let mut rng = rng("segments");
     for (max_tile, max_groups, max_fused, merge_groups, sizes) in [
         (None, None, None, None, &[2usize, 1000, 8193, 65_536, 100_003][..]),
+        (None, None, None, Some(3), &[100_003][..]),
         (Some(64), Some(3), None, None, &[65, 1000, 40_033][..]),
         (Some(256), None, Some(3), Some(2), &[1000, 10_007][..]),
         (Some(16), Some(2), Some(2), None, &[17, 1000][..]),
@@ -506,6 +510,9 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
             let plan = sorter.plan(n, false, KeyKind::U32, Order::Ascending).expect("a plan");
             let kinds: Vec<&str> = plan.passes.iter().skip(1).map(|p| p.kind.name()).collect();
             assert!(kinds.iter().all(|k| *k == "segment_merge"), "{desc:?} n={n}: {kinds:?}");
+            if merge_groups.is_some_and(|g| n.div_ceil(plan.geometry.tile() as usize) > g as usize) {
+                assert!(plan.passes.iter().skip(1).any(|p| p.push.inc > 0), "{desc:?} n={n}: no pass loops");
+            }
             let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
             check_all(&mut sorter, |_| input.clone(), &format!("{desc:?} n={n}"));
         }
