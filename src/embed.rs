@@ -427,7 +427,8 @@ impl SortRecorder {
         let maybe = self.segments.unwrap_or(self.info.limits.multiprocessors > 0);
         if maybe && capacity > geometry.tile() {
             self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
-            if loop_above(capacity.next_power_of_two() / geometry.tile()) {
+            if plan::segments_loop(build.element_bytes()) && loop_above(capacity.next_power_of_two() / geometry.tile())
+            {
                 self.kernels[index].make_persistent(PassKind::SegmentMerge, &self.layouts, self.cache)?;
             }
         }
@@ -584,7 +585,7 @@ impl SortRecorder {
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let kernels = &self.kernels[binding.kernels];
         let plan = self.new_plan(n, kernels.geometry, kernels.build, key_flags(kind, order))?;
-        Ok(self.persistent(plan, kernels.local_wg))
+        Ok(self.persistent(plan, kernels.local_wg, kernels.build))
     }
 
     /// The passes of a sort of n elements with this geometry and build: [`Plan::segmented`] where
@@ -592,8 +593,9 @@ impl SortRecorder {
     /// so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
         let multiprocessors = self.info.limits.multiprocessors;
-        let segments =
-            self.segments.unwrap_or_else(|| plan::segments_pay(n, &geometry, build.element_bytes(), multiprocessors));
+        let segments = self.segments.unwrap_or_else(|| {
+            plan::segments_pay(n, &geometry, build.element_bytes(), multiprocessors, self.merge_groups)
+        });
         if segments {
             Plan::segmented(n, geometry, key_flags)
         } else {
@@ -603,11 +605,19 @@ impl SortRecorder {
 
     /// Caps a plan's tile sort, local merges and segment passes at this recorder's merge
     /// workgroups, each looping over no more tiles than the device's loops allow
-    /// ([`plan::max_loop_tiles`]); `local_wg`: the invocations per workgroup of the plan's local
-    /// kernels.
-    pub(crate) fn persistent(&self, plan: Plan, local_wg: u32) -> Plan {
+    /// ([`plan::max_loop_tiles`]) and segment passes only where [`plan::segments_loop`] says;
+    /// `local_wg`: the invocations per workgroup of the plan's local kernels, `build` their build.
+    pub(crate) fn persistent(&self, plan: Plan, local_wg: u32, build: Build) -> Plan {
         let (cpu, geometry) = (self.cpu, plan.geometry);
-        plan.persistent_merges(self.merge_groups, |kind| plan::max_loop_tiles(cpu, &geometry, local_wg, kind))
+        let segments_loop = plan::segments_loop(build.element_bytes());
+        plan.persistent_merges(self.merge_groups, |kind| {
+            if kind == PassKind::SegmentMerge && !segments_loop {
+                // One coset per loop: the pass keeps a workgroup per coset.
+                1
+            } else {
+                plan::max_loop_tiles(cpu, &geometry, local_wg, kind)
+            }
+        })
     }
 
     /// The layouts every pipeline of this recorder was made with.

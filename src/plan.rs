@@ -517,16 +517,27 @@ pub const SEGMENT_MIN_TILE: u32 = 2048;
 /// u64 pairs).
 const SEGMENT_SMALL_TILE_BYTES: u32 = 24 * 1024;
 
-/// The bytes per element from which a sort takes segments however many tiles it has
-/// ([`segments_pay`]): on the H100, segment passes over more tiles than multiprocessors paid for
-/// u64 pairs (2^20 in 256 tiles of 4096: 13 passes against 18, -11 %), while u32 pairs lost 12 %
-/// at 2^20 and u64 keys tied.
+/// The bytes per element from which a sort takes segments beyond the multiprocessors even where
+/// its segment passes do not loop ([`segments_pay`]): on the H100, one coset per workgroup over
+/// more tiles than multiprocessors paid for u64 pairs (2^20 in 256 tiles of 4096: 13 passes
+/// against 18, -11 %), while u32 pairs lost 12 % at 2^20 and u64 keys tied.
 const SEGMENT_WIDE_ELEMENT_BYTES: u32 = 12;
 
-/// The smallest tile with which wide elements take segments beyond the multiprocessors
-/// ([`segments_pay`]): the only tile measured there (the largest that 48 KiB of shared memory
-/// holds of 12-byte elements). u32 pairs in 512 tiles of 2048 lost 12 %.
-const SEGMENT_WIDE_MIN_TILE: u32 = 4096;
+/// Whether segment passes of elements of `element_bytes` (key and value) loop over cosets where
+/// they have more than the merge workgroups ([`Plan::persistent_merges`]): not for 12-byte
+/// elements (u64 pairs), whose looping build, with its next coset ahead in registers, lost on the
+/// H100 to the build before it (one coset per workgroup, element indices spread bit by bit): u64
+/// pairs 2^20 0.3408 -> 0.3481 ms, 2^22 1.674 -> 1.774 ms (`bench --type u64 --payload pairs`, one
+/// process each). Their local kernels already spill registers without the ahead slots.
+pub fn segments_loop(element_bytes: u32) -> bool {
+    element_bytes < SEGMENT_WIDE_ELEMENT_BYTES
+}
+
+/// The smallest tile with which a sort takes segments beyond the multiprocessors
+/// ([`segments_pay`]): the tiles measured there were the largest that 48 KiB of shared memory
+/// holds (8192 u32 keys, 4096 u32 pairs, u64 keys and u64 pairs); u32 pairs in 512 tiles of 2048
+/// lost 12 % with one coset per workgroup, and smaller tiles were not measured looping.
+const SEGMENT_BEYOND_MIN_TILE: u32 = 4096;
 
 /// The tile a sort of `n` elements takes where it may run on segment passes: the smallest power
 /// of two from [`SEGMENT_MIN_TILE`] up to `max_tile` that cuts n into 3 to `multiprocessors`
@@ -552,32 +563,40 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 }
 
 /// Whether a sort takes [`Plan::segmented`] by default (`SorterDesc::segment_merges` unset), on
-/// a device that reports its `multiprocessors`: in sorts of 3 to `multiprocessors` tiles (one
-/// tile per workgroup everywhere; with more, the other plan's local merges loop over tiles and
-/// load ahead, which segments do not) whose tiles hold at most 24 KiB (`element_bytes`: key and
-/// value, 4 to 12 bytes) or number more than half the multiprocessors; and sorts of 12-byte
-/// elements (u64 pairs) in more tiles than that (the end of this paragraph). An empirical rule,
-/// from the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20 --warmup 5` with
-/// and without segments and at several tiles, two processes each, alternating;
+/// a device that reports its `multiprocessors`, for the `merge_groups` of
+/// [`Plan::persistent_merges`] (0: no pass loops):
+/// - in sorts of 3 to `multiprocessors` tiles (one coset per workgroup) whose tiles hold at most
+///   24 KiB (`element_bytes`: key and value, 4 to 12 bytes) or number more than half the
+///   multiprocessors;
+/// - in sorts of more tiles than that, in tiles of at least [`SEGMENT_BEYOND_MIN_TILE`], where
+///   the segment passes loop over cosets (`merge_groups` > 0 and [`segments_loop`]), and for
+///   12-byte elements (u64 pairs), which take one coset per workgroup there.
+///
+/// An empirical rule, from the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20
+/// --warmup 5` with and without segments and at several tiles, two processes each, alternating;
 /// docs/PERFORMANCE.md).
 /// With the tiles of [`segment_tile`], u32 keys gained from 2^14 to 2^20 (2^16 -13 %, 2^18 -15 %,
 /// 2^19 -13 %, 2^20 -11 %) and tied at 2^13 (4 tiles); u32 pairs from 2^14 to 2^19 (2^16 -8 %,
 /// 2^18 -15 %, 2^19 -6 %); u64 keys from 2^14 to 2^19 (2^17 -23 %, 2^18 -25 %) and u64 pairs from
-/// 2^16 to 2^19 (2^17 -27 %, 2^18 -28 %). They lost at 2^12 (2 tiles, 3 passes either way: +10 %),
-/// with few tiles of 32 KiB (2^18 u32 keys in 32 tiles of 8192: +6 %; 2^17 u32 pairs in 32 of
-/// 4096: +2 %) and, for u32, with more tiles than multiprocessors (1.5 M keys and up: +4 to +7 %;
-/// 2^20 pairs: +12 %). Sorts of 4 tiles of 2048 u32 pairs (2^13) and 8 of u64 pairs (2^14) read
-/// 0.7 % slower, within the spread of the runs. Elements of [`SEGMENT_WIDE_ELEMENT_BYTES`] (u64
-/// pairs) in tiles of [`SEGMENT_WIDE_MIN_TILE`] or more take segments in sorts of more tiles than
-/// multiprocessors too: in tiles of 4096 they gained at every size measured, 2^20 -11 %, 1.5 M
-/// -10 %, 2^21 -6 %, 2^22 -7 %, 2^23 -3 %, 2^24 -1.3 %. Smaller tiles (a `max_tile` cap, or a
-/// device with less shared memory) were not measured and keep the other plan there.
-pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiprocessors: u32) -> bool {
+/// 2^16 to 2^19 (2^17 -27 %, 2^18 -28 %). They lost at 2^12 (2 tiles, 3 passes either way: +10 %)
+/// and with few tiles of 32 KiB (2^18 u32 keys in 32 tiles of 8192: +6 %; 2^17 u32 pairs in 32 of
+/// 4096: +2 %). Sorts of 4 tiles of 2048 u32 pairs (2^13) and 8 of u64 pairs (2^14) read 0.7 %
+/// slower, within the spread of the runs.
+///
+/// Beyond the multiprocessors, segment passes with one coset per workgroup lost for u32 (1.5 M
+/// keys and up: +4 to +7 %; 2^20 pairs: +12 %) and gained for u64 pairs in tiles of 4096 (2^20
+/// -11 %, 1.5 M -10 %, 2^21 -6 %, 2^22 -7 %, 2^23 -3 %, 2^24 -1.3 %). Looping over cosets with the
+/// next loaded ahead, and with element indices taken as XORs, they gained for u32 keys (2^21
+/// -5.9 %, 2^22 -5.9 %, 2^24 -10.6 %; 2^23 tied in its fast runs), u32 pairs (2^21 -2.9 %, 2^23
+/// -6 %, 2^24 -4.5 %; 2^22 lost 2.5 %) and u64 keys (2^21 -4.6 %, 2^23 -3.4 %).
+pub fn segments_pay(n: u32, geometry: &Geometry, element_bytes: u32, multiprocessors: u32, merge_groups: u32) -> bool {
     let tiles = n.div_ceil(geometry.tile());
     let small = geometry.tile().saturating_mul(element_bytes) <= SEGMENT_SMALL_TILE_BYTES;
-    let wide = element_bytes >= SEGMENT_WIDE_ELEMENT_BYTES && geometry.tile() >= SEGMENT_WIDE_MIN_TILE;
     let within = tiles <= multiprocessors && (small || 2 * tiles > multiprocessors);
-    tiles > 2 && multiprocessors > 0 && (within || wide && tiles > multiprocessors)
+    let looping = merge_groups > 0 && segments_loop(element_bytes);
+    let wide = element_bytes >= SEGMENT_WIDE_ELEMENT_BYTES;
+    let beyond = tiles > multiprocessors && geometry.tile() >= SEGMENT_BEYOND_MIN_TILE && (looping || wide);
+    tiles > 2 && multiprocessors > 0 && (within || beyond)
 }
 
 /// The most iterations Mesa's llvmpipe (lavapipe, Mesa 22.3 on Debian 12) runs one loop of a
@@ -922,9 +941,11 @@ mod tests {
     fn segments_are_the_default_only_where_they_paid_on_the_h100() {
         // The sizes measured on the H100 (132 multiprocessors), with the tiles the sorter gives
         // them: segment_tile's where there is one, else 32 tiles wanted, at least 2048.
-        let on = |n: u32, tile_log2, bytes, sms| {
-            segments_pay(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, bytes, sms)
+        let on_with = |n: u32, tile_log2, bytes, sms, merge_groups| {
+            segments_pay(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, bytes, sms, merge_groups)
         };
+        // The default merge workgroups: one per multiprocessor.
+        let on = |n: u32, tile_log2, bytes, sms| on_with(n, tile_log2, bytes, sms, sms);
         // (n, log2 of the tile, bytes per element: u32 keys 4, u32 pairs and u64 keys 8, u64
         // pairs 12, whether segments are the default).
         let cases = [
@@ -939,8 +960,10 @@ mod tests {
             (1 << 19, 12, 4, true),
             (786_432, 13, 4, true),
             (1 << 20, 13, 4, true),
-            (1_500_000, 13, 4, false),
-            (1 << 24, 13, 4, false),
+            // Beyond the multiprocessors, where the segment passes loop.
+            (1_500_000, 13, 4, true),
+            (1 << 21, 13, 4, true),
+            (1 << 24, 13, 4, true),
             // The other plan's tiles, where segments lost.
             (1 << 18, 13, 4, false),
             (1 << 19, 13, 4, false),
@@ -952,8 +975,9 @@ mod tests {
             (1 << 17, 11, 8, true),
             (1 << 18, 11, 8, true),
             (1 << 19, 12, 8, true),
-            (786_432, 12, 8, false),
-            (1 << 20, 12, 8, false),
+            (786_432, 12, 8, true),
+            (1 << 20, 12, 8, true),
+            (1 << 24, 12, 8, true),
             // 32 tiles of 32 KiB lost.
             (1 << 17, 12, 8, false),
             // u64 keys.
@@ -962,7 +986,7 @@ mod tests {
             (1 << 17, 11, 8, true),
             (1 << 18, 11, 8, true),
             (1 << 19, 12, 8, true),
-            (1 << 20, 12, 8, false),
+            (1 << 20, 12, 8, true),
             // u64 pairs.
             (1 << 14, 11, 12, true),
             (1 << 16, 11, 12, true),
@@ -987,6 +1011,20 @@ mod tests {
             assert_eq!(on(n, t, bytes, 132), pays, "n={n} tile 2^{t}, {bytes} bytes per element");
             assert!(!on(n, t, bytes, 0), "a device without a multiprocessor count: n={n}");
         }
+        // Without loops (merge workgroups 0), beyond the multiprocessors only u64 pairs take
+        // segments; within them nothing changes.
+        for (n, t, bytes, pays) in [
+            (1 << 21, 13, 4, false),
+            (1 << 24, 13, 4, false),
+            (1 << 20, 12, 8, false),
+            (1 << 21, 12, 12, true),
+            (1 << 20, 13, 4, true),
+            (1 << 16, 11, 8, true),
+        ] {
+            assert_eq!(on_with(n, t, bytes, 132, 0), pays, "n={n} tile 2^{t}, {bytes} bytes, no loops");
+        }
+        // Segment passes of u64 pairs never loop; those of 4- and 8-byte elements do.
+        assert!(segments_loop(4) && segments_loop(8) && !segments_loop(12));
     }
 
     #[test]

@@ -52,7 +52,8 @@ pub struct SorterDesc {
     /// `Some(true)` always, `Some(false)` never; by default where they paid on the H100
     /// ([`crate::plan::segments_pay`]: on a device that reports its multiprocessors, sorts of 3 to
     /// one tile per multiprocessor with small tiles or more tiles than half the multiprocessors,
-    /// and sorts of 8-byte keys with values in more tiles than multiprocessors, of at least 4096).
+    /// and sorts of more tiles than multiprocessors, of at least 4096, where the segment passes
+    /// loop over cosets (`merge_workgroups` not 0) or the elements are 8-byte keys with values).
     /// Where segments may be used (not `Some(false)`), a sort that fits 3 to one tile per
     /// multiprocessor gets the smallest such tile from 2048 elements up
     /// ([`crate::plan::segment_tile`]), so that each segment pass has a workgroup on as many
@@ -426,7 +427,7 @@ impl Sorter {
         let (geometry, local_wg) = self.recorder.geometry(payload, kind.width(), n as u32)?;
         let build = Build { payload, width: kind.width(), variant: Variant::Lean };
         let plan = self.recorder.new_plan(n as u32, geometry, build, key_flags(kind, order))?;
-        Ok(self.recorder.persistent(plan, local_wg))
+        Ok(self.recorder.persistent(plan, local_wg, build))
     }
 
     /// Sorts `keys` in place.

@@ -83,9 +83,10 @@ pub struct BenchArgs {
     merge_groups: Option<u32>,
     /// Every pass after the tile sort as a segment pass (on), or none (off): a run of substages
     /// that may cross a stage boundary, on cosets of a tile's size in shared memory, fewer passes.
-    /// Default: where they paid on the H100 (up to one tile per multiprocessor, and pairs of 8-byte
-    /// keys beyond; sorts that fit 3 to one tile per multiprocessor get the smallest tile from
-    /// 2048 that does, unless this is off).
+    /// Default: where they paid on the H100 (up to one tile per multiprocessor, and beyond that in
+    /// tiles of 4096 or more where the passes loop over cosets, see --merge-groups; sorts that
+    /// fit 3 to one tile per multiprocessor get the smallest tile from 2048 that does, unless this
+    /// is off).
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     segments: Option<bool>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
