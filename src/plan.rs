@@ -284,9 +284,8 @@ impl Plan {
     /// tiles (cosets) `wg, wg + groups, ...` and loads the next while it sorts or merges this one
     /// (`push.inc` = `groups`, the loop's stride; 0 means one tile per workgroup; a looping tile
     /// sort or segment pass has `substages` 1, for the kernel build that loops). With one local
-    /// workgroup resident per
-    /// multiprocessor a workgroup that owns one tile waits for all of its loads before it works
-    /// and leaves the memory idle while it does; on the H100 at 2^24 u32 keys (2048 tiles, 132
+    /// workgroup resident per multiprocessor a workgroup that owns one tile waits for all of its
+    /// loads before it works and leaves the memory idle while it does; on the H100 at 2^24 u32 keys (2048 tiles, 132
     /// workgroups) each such local merge took 62 to 73 us instead of 86 to 96, and the tile sort
     /// 270 us instead of 284 (`passes --n 2^24`).
     ///
@@ -612,10 +611,11 @@ pub const CPU_LOOP_LIMIT: u32 = 65535;
 /// [`CPU_LOOP_LIMIT`] (`cpu`: the device is a CPU implementation; GPUs get `u32::MAX`). Each tile
 /// costs the kernel's loops at most about 2 x (elements per invocation + 1) x (substages + 4)
 /// iterations, a local merge or segment pass log2(tile) substages (a segment runs at most as
-/// many as its coset has index bits) and the tile sort log2(tile) (log2(tile) + 1) / 2, with at least 2 elements per invocation counted: a bound with room over what lavapipe's
-/// failures imply (the first loop count that failed, against the limit): 18 to 32 iterations per
-/// tile for the local merge at tiles of 256 and 1024, 64 to 85, 120 to 126 and 171 to 256 for
-/// the tile sort at tiles of 64, 256 and 1024. A workgroup wider than its tile costs about as much
+/// many as its coset has index bits) and the tile sort log2(tile) (log2(tile) + 1) / 2, with at
+/// least 2 elements per invocation counted: a bound with room over what lavapipe's failures imply
+/// (the first loop count that failed, against the limit): 18 to 32 iterations per tile for the
+/// local merge at tiles of 256 and 1024, 64 to 85, 120 to 126 and 171 to 256 for the tile sort at
+/// tiles of 64, 256 and 1024. A workgroup wider than its tile costs about as much
 /// per tile as a narrower one (tiles of 64 with 1024 invocations: 64 to 80 for the tile sort),
 /// hence the floor; without it that case counted 50 and sorted wrongly.
 pub fn max_loop_tiles(cpu: bool, geometry: &Geometry, local_wg: u32, kind: PassKind) -> u32 {

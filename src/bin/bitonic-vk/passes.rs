@@ -57,9 +57,9 @@ pub struct PassesArgs {
     #[arg(long, value_name = "N")]
     local_chunk: Option<u32>,
     /// The most workgroups of the tile sort, of a local merge and of a segment pass, each looping
-    /// over tiles (cosets) and loading the next while it works on this one (0: one tile per workgroup; default: the
-    /// device's multiprocessors where it reports them, else 0; on a CPU device more where a
-    /// workgroup's loops would outrun the driver's loop limit).
+    /// over tiles (cosets) and loading the next while it works on this one (0: one tile per
+    /// workgroup; default: the device's multiprocessors where it reports them, else 0; on a CPU
+    /// device more where a workgroup's loops would outrun the driver's loop limit).
     #[arg(long, value_name = "N")]
     merge_groups: Option<u32>,
     /// Every pass after the tile sort as a segment pass (on), or none (off): a run of substages
