@@ -115,6 +115,8 @@ pub struct RecorderDesc {
     pub merge_workgroups: Option<u32>,
     /// Plans sorts in segment passes after the tile sort; see [`crate::SorterDesc`].
     pub segment_merges: Option<bool>,
+    /// Elements of a segment pass's carried low run; see [`crate::SorterDesc`].
+    pub segment_run: Option<u32>,
 }
 
 impl Default for RecorderDesc {
@@ -128,6 +130,7 @@ impl Default for RecorderDesc {
             local_chunk_substages: None,
             merge_workgroups: None,
             segment_merges: None,
+            segment_run: None,
         }
     }
 }
@@ -193,6 +196,9 @@ pub struct SortRecorder {
     /// Plans are `Plan::segmented` (Some(true)), never (Some(false)), or where
     /// `plan::segments_pay` says (None).
     segments: Option<bool>,
+    /// log2 of the segment passes' carried low run where the recorder was given one, else
+    /// `plan::segment_run_log2` picks it per sort.
+    segment_run_log2: Option<u32>,
     /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
     cpu: bool,
     cache: vk::PipelineCache,
@@ -234,6 +240,13 @@ impl SortRecorder {
         };
         // Validate the options before creating anything.
         geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
+        if let Some(run) = desc.segment_run.filter(|r| *r < 2 || !r.is_power_of_two()) {
+            return Err(Error::InvalidOption {
+                name: "segment_run",
+                value: run.to_string(),
+                reason: "must be a power of two, at least 2",
+            });
+        }
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
@@ -251,6 +264,7 @@ impl SortRecorder {
         Ok(SortRecorder {
             merge_groups,
             segments: desc.segment_merges,
+            segment_run_log2: desc.segment_run.map(u32::trailing_zeros),
             cpu: info.device_type == DeviceType::Cpu,
             kernels: Vec::new(),
             layouts,
@@ -588,16 +602,19 @@ impl SortRecorder {
         Ok(self.persistent(plan, kernels.local_wg, kernels.build))
     }
 
-    /// The passes of a sort of n elements with this geometry and build: [`Plan::segmented`] where
-    /// the recorder was asked for segment passes, or by default where [`plan::segments_pay`] says
-    /// so; else [`Plan::new`].
+    /// The passes of a sort of n elements with this geometry and build: [`Plan::segmented_with_run`]
+    /// (the recorder's carried run, else [`plan::segment_run_log2`]'s) where the recorder was asked
+    /// for segment passes, or by default where [`plan::segments_pay`] says so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
         let multiprocessors = self.info.limits.multiprocessors;
         let segments = self.segments.unwrap_or_else(|| {
             plan::segments_pay(n, &geometry, build.element_bytes(), multiprocessors, self.merge_groups)
         });
         if segments {
-            Plan::segmented(n, geometry, key_flags)
+            let run_log2 = self.segment_run_log2.unwrap_or_else(|| {
+                plan::segment_run_log2(n, &geometry, build.width.bytes(), build.element_bytes(), multiprocessors)
+            });
+            Plan::segmented_with_run(n, geometry, key_flags, run_log2)
         } else {
             Plan::new(n, geometry, key_flags)
         }

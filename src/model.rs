@@ -684,12 +684,14 @@ mod tests {
 
     #[test]
     fn segmented_plans_sort_every_zero_one_input_up_to_18_elements() {
-        for tile_log2 in 1..=4 {
+        // Every carried low run the tiles allow (capped at log2(tile) - 1).
+        for (tile_log2, run_log2) in (1..=4).flat_map(|t| (0..t.max(2)).map(move |r| (t, r))) {
             let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
             for n in 0..=18u32 {
                 let flags = key_flags(KeyKind::U32, Order::Ascending);
-                let (plan, trace) = trace_of(Plan::segmented(n, geometry, flags).expect("valid"), ALL_GROUPS);
-                assert_eq!(trace.hazards(), vec![], "t={tile_log2} n={n}");
+                let plan = Plan::segmented_with_run(n, geometry, flags, run_log2).expect("valid");
+                let (plan, trace) = trace_of(plan, ALL_GROUPS);
+                assert_eq!(trace.hazards(), vec![], "t={tile_log2} run={run_log2} n={n}");
                 for first in (0..1u64 << n).step_by(64) {
                     let live = ((1u64 << n) - first).min(64);
                     let mut lanes: Vec<u64> =
@@ -698,11 +700,18 @@ mod tests {
                     let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
                     for i in 1..n as usize {
                         let unsorted = lanes[i - 1] & !lanes[i] & live_lanes;
-                        assert_eq!(unsorted, 0, "t={tile_log2} n={n} from {first:#b}: unsorted at {i} ({plan:?})");
+                        assert_eq!(
+                            unsorted, 0,
+                            "t={tile_log2} run={run_log2} n={n} from {first:#b}: unsorted at {i} ({plan:?})"
+                        );
                     }
                     for b in 0..live {
                         let ones = lanes.iter().map(|w| (w >> b) & 1).sum::<u64>();
-                        assert_eq!(ones, u64::from((first + b).count_ones()), "t={tile_log2} n={n} lane {b}");
+                        assert_eq!(
+                            ones,
+                            u64::from((first + b).count_ones()),
+                            "t={tile_log2} run={run_log2} n={n} lane {b}"
+                        );
                     }
                 }
             }
@@ -711,11 +720,14 @@ mod tests {
 
     #[test]
     fn segmented_plans_sort_random_pairs_and_cover_each_element_once_per_pass() {
-        // Every length up to 20 tiles and a few larger ones, split dispatches of 3 workgroups:
-        // no hazard, no element in two workgroups of a segment pass, every real element in one,
+        // Every length up to 20 tiles and a few larger ones, split dispatches of 3 workgroups,
+        // carried low runs of 8 (the default) and of 2, 4 and 16 where the tile allows: no
+        // hazard, no element in two workgroups of a segment pass, every real element in one,
         // keys and pairs sorted in both orders.
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e9);
-        for tile_log2 in 1..=5 {
+        for (tile_log2, run_log2) in
+            (1..=5).flat_map(|t| [1, 2, 3, 4].into_iter().filter(move |r| *r == 3 || *r < t).map(move |r| (t, r)))
+        {
             let geometry = Geometry { tile_log2, global_wg: 2, fused: 4 };
             let tile = geometry.tile();
             let options = RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None };
@@ -723,8 +735,8 @@ mod tests {
             for n in sizes.filter(|n| *n < 1 << 14) {
                 for order in [Order::Ascending, Order::Descending] {
                     let flags = key_flags(KeyKind::I32, order);
-                    let plan = Plan::segmented(n, geometry, flags).expect("valid");
-                    let what = format!("t={tile_log2} n={n} {order:?}");
+                    let plan = Plan::segmented_with_run(n, geometry, flags, run_log2).expect("valid");
+                    let what = format!("t={tile_log2} run={run_log2} n={n} {order:?}");
                     let (plan, trace) = trace_of(plan, options);
                     assert_eq!(trace.hazards(), vec![], "{what}");
                     for pass in plan.passes.iter().skip(1) {

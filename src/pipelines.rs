@@ -14,7 +14,7 @@ pub use crate::plan::MAX_TILE;
 /// Invocations per workgroup of global_merge, before the device's limits.
 const GLOBAL_WG: u32 = 256;
 /// Most invocations per workgroup of the local kernels by default, before the device's limits;
-/// the default is a quarter of the tile (half of a small one: [`local_wg_divisor`]) up to this.
+/// the default is a quarter of the tile ([`LOCAL_WG_DIVISOR`]) up to this.
 /// With 4-byte keys, 512: once the local kernels loaded and stored full tiles in unrolled
 /// batches, 512 invocations beat 1024 on the H100 by 5 to 11 % at 2^20 and 2^24 keys and pairs
 /// and at 2^22 keys; 2^16 keys and 2^22 pairs (a size whose times are bimodal) read 2 % slower
@@ -28,17 +28,13 @@ fn local_wg_max(width: KeyWidth) -> u32 {
     }
 }
 
-/// The default local workgroup is the tile over this: a quarter of the tile, or half of a tile of
-/// at most 1024 elements (the tile of every sort of up to 1024). A sort of 2^10 u32 on the H100
-/// took 12.4 us with 512 invocations against 14.1 us with 256 (pairs 16.7 against 17.3 us; 1024
-/// invocations: 13.2 and 19.6 us), `bench --sizes 2^10 --local-wg N`.
-fn local_wg_divisor(tile: u32) -> u32 {
-    if tile <= 1024 {
-        2
-    } else {
-        4
-    }
-}
+/// The default local workgroup is the tile over this: a quarter of the tile. Tiles of at most 1024
+/// elements (the tile of every sort of up to 1024) took half once, when a sort of 2^10 u32 on the
+/// H100 took 12.4 us with 512 invocations against 14.1 us with 256; with the kernels of chunks of
+/// three, 256 took 2^10 keys from 8.35 to 8.2 us and pairs from 10.3 to 9.95 us, and tied at 2^9
+/// (`bench --sizes 2^9,2^10 --payload keys,pairs --reps 20 --warmup 5 [--local-wg 256]`, two
+/// processes each, alternating; 128 and 64 lost).
+const LOCAL_WG_DIVISOR: u32 = 4;
 
 fn prev_power_of_two(x: u32) -> u32 {
     if x == 0 {
@@ -85,8 +81,8 @@ pub struct KernelOptions {
     /// chunk (see [`local_chunk`]).
     pub max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels instead of the default (a quarter of the
-    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
-    /// keys); a power of two, capped by the device.
+    /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys); a power of two, capped by
+    /// the device.
     pub local_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1..=5) instead of [`local_chunk`]'s
     /// default, whatever `max_fused` says. A tuning knob for `bench`.
@@ -142,7 +138,7 @@ pub fn geometry_for(
             reason: "too small for a tile of two elements",
         });
     }
-    // By default a quarter of the tile, or half of a small one (local_wg_divisor).
+    // By default a quarter of the tile (LOCAL_WG_DIVISOR).
     let local_wg = match options.local_workgroup_size {
         Some(wg) if wg == 0 || !wg.is_power_of_two() => {
             return Err(Error::InvalidOption {
@@ -152,7 +148,7 @@ pub fn geometry_for(
             })
         }
         Some(wg) => wg.min(invocations),
-        None => (tile / local_wg_divisor(tile)).clamp(1, local_wg_max(width)).min(invocations),
+        None => (tile / LOCAL_WG_DIVISOR).clamp(1, local_wg_max(width)).min(invocations),
     };
     let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused };
     Ok((geometry, local_wg))

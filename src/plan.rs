@@ -438,56 +438,24 @@ impl Plan {
     /// [`SEGMENT_MIN_RUN_LOG2`] bits that it does not compare, so that it moves runs of 8
     /// consecutive elements, and it leaves at least that many substages to the next segment's tail.
     pub fn segmented(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
+        Plan::segmented_with_run(n, geometry, key_flags, SEGMENT_MIN_RUN_LOG2)
+    }
+
+    /// [`Plan::segmented`] with a carried low run of 2^`run_log2` elements (at most
+    /// log2(tile) - 1; [`segment_run_log2`] picks one): a longer run moves longer stretches of
+    /// consecutive elements per request to memory and leaves fewer bits of the coset to the
+    /// substages, so it may take more passes ([`segment_passes`]).
+    pub fn segmented_with_run(n: u32, geometry: Geometry, key_flags: u32, run_log2: u32) -> Result<Plan> {
         let mut plan = Plan::tile_sorted(n, geometry, key_flags)?;
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
-        if levels <= t {
-            return Ok(plan);
-        }
         let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
-        let run = SEGMENT_MIN_RUN_LOG2.min(t - 1);
-        // Where the network stands: stage `stage`, its flip next (None) or its half-cleaners of
-        // strides 2^p .. 1 (Some(p)).
-        let mut stage = t + 1;
-        let mut next: Option<u32> = None;
-        loop {
-            let (segment, ends_in) = match next {
-                None => {
-                    // The flip and the largest strides of `stage`, over a carried low run.
-                    let high = (t - 1 - run).min(stage - 1 - run);
-                    let high_bit = stage - 1 - high;
-                    next = Some(high_bit - 1);
-                    (Segment { low: run, tail: false, flip: true, high_bit, high }, stage)
-                }
-                Some(p) if p + 1 > t => {
-                    // Strides of a tile and more, within a stage, over a carried low run.
-                    let high = t - run;
-                    let high_bit = p + 1 - high;
-                    next = Some(high_bit - 1);
-                    (Segment { low: run, tail: false, flip: false, high_bit, high }, stage)
-                }
-                Some(p) if stage == levels || p + 1 == t => {
-                    // The stage's last strides alone: the last pass of the sort, or a tail that
-                    // fills the tile.
-                    let low = p + 1;
-                    let ends = stage;
-                    stage += 1;
-                    next = None;
-                    (Segment { low, tail: true, flip: false, high_bit: low, high: 0 }, ends)
-                }
-                Some(p) => {
-                    // The stage's last strides, then the next stage's flip and largest strides.
-                    let low = p + 1;
-                    let high = (t - 1 - low).min(stage - low);
-                    let high_bit = stage - high;
-                    stage += 1;
-                    next = Some(high_bit - 1);
-                    (Segment { low, tail: true, flip: true, high_bit, high }, stage)
-                }
-            };
+        let shapes = segment_shapes(levels, t, run_log2);
+        let count = shapes.len();
+        for (index, (segment, ends_in)) in shapes.into_iter().enumerate() {
             let (dir, log_block) = segment.encode();
-            // Only the last stage's tail moves past the last stage.
-            let last = stage > levels;
+            // The sort's last pass maps order images back to keys as it stores.
+            let last = index + 1 == count;
             plan.passes.push(Pass {
                 kind: PassKind::SegmentMerge,
                 substages: 0,
@@ -500,10 +468,101 @@ impl Plan {
                     ..base
                 },
             });
-            if last {
-                return Ok(plan);
-            }
         }
+        Ok(plan)
+    }
+}
+
+/// The segments after the tile sort of a sort of 2^`levels` elements in tiles of 2^`t`, with a
+/// carried low run of 2^`run_log2` (capped at t - 1), each with the stage it ends in.
+fn segment_shapes(levels: u32, t: u32, run_log2: u32) -> Vec<(Segment, u32)> {
+    let mut shapes = Vec::new();
+    if levels <= t {
+        return shapes;
+    }
+    let run = run_log2.min(t - 1);
+    // Where the network stands: stage `stage`, its flip next (None) or its half-cleaners of
+    // strides 2^p .. 1 (Some(p)).
+    let mut stage = t + 1;
+    let mut next: Option<u32> = None;
+    loop {
+        let shape = match next {
+            None => {
+                // The flip and the largest strides of `stage`, over a carried low run.
+                let high = (t - 1 - run).min(stage - 1 - run);
+                let high_bit = stage - 1 - high;
+                next = Some(high_bit - 1);
+                (Segment { low: run, tail: false, flip: true, high_bit, high }, stage)
+            }
+            Some(p) if p + 1 > t => {
+                // Strides of a tile and more, within a stage, over a carried low run.
+                let high = t - run;
+                let high_bit = p + 1 - high;
+                next = Some(high_bit - 1);
+                (Segment { low: run, tail: false, flip: false, high_bit, high }, stage)
+            }
+            Some(p) if stage == levels || p + 1 == t => {
+                // The stage's last strides alone: the last pass of the sort, or a tail that
+                // fills the tile.
+                let low = p + 1;
+                let ends = stage;
+                stage += 1;
+                next = None;
+                (Segment { low, tail: true, flip: false, high_bit: low, high: 0 }, ends)
+            }
+            Some(p) => {
+                // The stage's last strides, then the next stage's flip and largest strides.
+                let low = p + 1;
+                let high = (t - 1 - low).min(stage - low);
+                let high_bit = stage - high;
+                stage += 1;
+                next = Some(high_bit - 1);
+                (Segment { low, tail: true, flip: true, high_bit, high }, stage)
+            }
+        };
+        shapes.push(shape);
+        if stage > levels {
+            return shapes;
+        }
+    }
+}
+
+/// Segment passes after the tile sort of a sort of `n` elements in tiles of 2^`tile_log2` with a
+/// carried low run of 2^`run_log2` ([`Plan::segmented_with_run`]).
+pub fn segment_passes(n: u32, tile_log2: u32, run_log2: u32) -> usize {
+    segment_shapes(ceil_log2(u64::from(n)), tile_log2, run_log2).len()
+}
+
+/// The carried low run (log2 elements) that [`segment_run_log2`] gives some sorts instead of
+/// [`SEGMENT_MIN_RUN_LOG2`]: 16 elements, 64 bytes of 4-byte keys.
+pub const SEGMENT_LONG_RUN_LOG2: u32 = 4;
+
+/// The carried low run (log2 elements) of a segment plan by default, for `n` elements in
+/// `geometry`'s tiles, keys of `key_bytes`, elements (key and value) of `element_bytes`, on a
+/// device of `multiprocessors`: [`SEGMENT_LONG_RUN_LOG2`] for 4-byte keys in sorts of more tiles
+/// than multiprocessors where it takes no more passes than [`SEGMENT_MIN_RUN_LOG2`], and for
+/// 4-byte keys with values there whatever it takes; else [`SEGMENT_MIN_RUN_LOG2`].
+///
+/// An empirical rule, from the H100 (132 multiprocessors; `bench --reps 20 --warmup 5 --sizes
+/// 2^20,2^22,2^24 --payload keys,pairs`, builds with runs of 8, 16 and 32 elements, two
+/// processes each, alternating; docs/PERFORMANCE.md): runs of 16 took u32 keys at 2^22 from
+/// 0.3564 to 0.3486 ms and pairs from 0.7118 to 0.6691 ms (15 and 18 passes either way), u32
+/// pairs at 2^24 from 3.440 to 3.290 ms with one pass more (23), and tied at 2^20 pairs (14
+/// passes against 13); with one pass more u32 keys lost at 2^24 (1.571 -> 1.596 ms) and 2^20
+/// (0.0902 -> 0.0944 ms, one tile per multiprocessor). Runs of 32 lost to runs of 16 everywhere.
+/// Wider keys move 64 bytes per run of 8 already and were not measured.
+pub fn segment_run_log2(n: u32, geometry: &Geometry, key_bytes: u32, element_bytes: u32, multiprocessors: u32) -> u32 {
+    let tiles = n.div_ceil(geometry.tile());
+    if key_bytes != 4 || multiprocessors == 0 || tiles <= multiprocessors {
+        return SEGMENT_MIN_RUN_LOG2;
+    }
+    let t = geometry.tile_log2;
+    let pairs = element_bytes > key_bytes;
+    let free = segment_passes(n, t, SEGMENT_LONG_RUN_LOG2) <= segment_passes(n, t, SEGMENT_MIN_RUN_LOG2);
+    if pairs || free {
+        SEGMENT_LONG_RUN_LOG2
+    } else {
+        SEGMENT_MIN_RUN_LOG2
     }
 }
 
@@ -935,6 +994,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn segments_carry_runs_of_16_only_where_they_paid_on_the_h100() {
+        let run = |n: u32, tile_log2, key_bytes, element_bytes, sms| {
+            segment_run_log2(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, key_bytes, element_bytes, sms)
+        };
+        // (n, log2 of the tile, key bytes, element bytes, the run's log2) on 132 multiprocessors,
+        // with the tiles the sorter gives these sizes.
+        for (n, t, key, element, wanted) in [
+            // u32 keys: 2^22 (14 segment passes either way) paid, 2^24 (19 against 18) lost.
+            (1 << 22, 13, 4, 4, 4),
+            (1 << 24, 13, 4, 4, 3),
+            (1 << 23, 13, 4, 4, 3),
+            (1 << 21, 13, 4, 4, 4),
+            // One tile per multiprocessor or fewer: 2^20 keys lost with one pass more.
+            (1 << 20, 13, 4, 4, 3),
+            (1 << 18, 11, 4, 4, 3),
+            // u32 pairs beyond the multiprocessors, whatever the passes.
+            (1 << 20, 12, 4, 8, 4),
+            (1 << 22, 12, 4, 8, 4),
+            (1 << 24, 12, 4, 8, 4),
+            (1 << 16, 11, 4, 8, 3),
+            // 8-byte keys were not measured.
+            (1 << 22, 12, 8, 8, 3),
+            (1 << 22, 12, 8, 12, 3),
+        ] {
+            assert_eq!(run(n, t, key, element, 132), wanted, "n={n} tile 2^{t} {key}/{element} bytes");
+            assert_eq!(run(n, t, key, element, 0), SEGMENT_MIN_RUN_LOG2, "no multiprocessor count: n={n}");
+        }
+        // segment_passes counts what segmented_with_run plans after the tile sort.
+        for (n, t) in [(1u32 << 22, 13), (1 << 24, 13), (1 << 24, 12), (3_000_000, 12), (1 << 16, 11), (5, 4)] {
+            for r in 1..=5 {
+                let plan = Plan::segmented_with_run(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0, r);
+                assert_eq!(plan.expect("valid").passes.len() - 1, segment_passes(n, t, r), "n={n} t={t} run={r}");
+            }
+        }
+        assert_eq!((segment_passes(1 << 22, 13, 3), segment_passes(1 << 22, 13, 4)), (14, 14));
+        assert_eq!((segment_passes(1 << 24, 12, 3), segment_passes(1 << 24, 12, 4)), (21, 22));
     }
 
     #[test]

@@ -33,8 +33,8 @@ pub struct SorterDesc {
     /// per global pass, as NVIDIA's CUDA sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
-    /// the tile (half of a tile of 1024 or less), at most 512 with 4-byte keys and 1024 with
-    /// 8-byte keys, capped by the device. A tuning knob for `bench`.
+    /// the tile, at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device. A
+    /// tuning knob for `bench`.
     pub local_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1..=5) instead of the default (see
     /// `max_fused_substages`), whatever `max_fused_substages` says. A tuning knob for `bench`.
@@ -59,6 +59,13 @@ pub struct SorterDesc {
     /// ([`crate::plan::segment_tile`]), so that each segment pass has a workgroup on as many
     /// multiprocessors as it can.
     pub segment_merges: Option<bool>,
+    /// Elements of the low run a segment pass carries uncompared where it starts with a stage's
+    /// flip or inside its strides of a tile and more, so that it moves runs of that many
+    /// consecutive elements (a power of two, at least 2; capped at half the tile). By default
+    /// ([`crate::plan::segment_run_log2`]) 16 for 4-byte keys in sorts of more tiles than
+    /// multiprocessors where that takes no more passes than 8, and for 4-byte keys with values
+    /// there whatever it takes; else 8. A tuning knob for `bench`.
+    pub segment_run: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -339,6 +346,7 @@ impl Sorter {
             local_chunk_substages: options.local_chunk,
             merge_workgroups: desc.merge_workgroups,
             segment_merges: desc.segment_merges,
+            segment_run: desc.segment_run,
         };
         // Validates the tile options before anything else is created.
         let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;

@@ -395,6 +395,8 @@ fn passes_refuses_bad_arguments() {
         (&["--barrier", "none"], "none"),
         (&["--reps", "0"], "reps"),
         (&["--compare", "--max-fused", "1"], "--max-fused"),
+        (&["--segment-run", "12"], "segment_run"),
+        (&["--segment-run", "1"], "segment_run"),
     ] {
         bitonic().arg("passes").args(args).assert().code(2).stderr(predicate::str::contains(message));
     }

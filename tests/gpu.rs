@@ -487,15 +487,18 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
     // partial last tile put virtual elements among a segment's real ones. Where the merge
     // workgroups are capped below the cosets (the second row with the default tiles, the third
     // row), the segment passes loop over cosets and load the next ahead too (lavapipe reports no
-    // multiprocessor count, so by default nothing loops there).
+    // multiprocessor count, so by default nothing loops there). The carried low run: 8 by
+    // default there (no multiprocessor count), 16 as sorts of more tiles than multiprocessors
+    // take on the H100, 32, and 2.
     let mut rng = rng("segments");
-    for (max_tile, max_groups, max_fused, merge_groups, sizes) in [
-        (None, None, None, None, &[2usize, 1000, 8193, 65_536, 100_003][..]),
-        (None, None, None, Some(3), &[100_003][..]),
-        (Some(64), Some(3), None, None, &[65, 1000, 40_033][..]),
-        (Some(256), None, Some(3), Some(2), &[1000, 10_007][..]),
-        (Some(16), Some(2), Some(2), None, &[17, 1000][..]),
-        (Some(128), None, Some(1), None, &[10_007][..]),
+    for (max_tile, max_groups, max_fused, merge_groups, run, sizes) in [
+        (None, None, None, None, None, &[2usize, 1000, 8193, 65_536, 100_003][..]),
+        (None, None, None, Some(3), None, &[100_003][..]),
+        (None, None, None, Some(3), Some(16), &[100_003][..]),
+        (Some(64), Some(3), None, None, None, &[65, 1000, 40_033][..]),
+        (Some(256), None, Some(3), Some(2), Some(32), &[1000, 10_007][..]),
+        (Some(16), Some(2), Some(2), None, None, &[17, 1000][..]),
+        (Some(128), None, Some(1), None, Some(2), &[10_007][..]),
     ] {
         let desc = SorterDesc {
             max_tile,
@@ -503,6 +506,7 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
             max_fused_substages: max_fused,
             merge_workgroups: merge_groups,
             segment_merges: Some(true),
+            segment_run: run,
             ..SorterDesc::default()
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
@@ -650,6 +654,8 @@ fn invalid_options_are_errors() {
         SorterDesc { max_fused_substages: Some(7), ..SorterDesc::default() },
         SorterDesc { local_chunk_substages: Some(0), ..SorterDesc::default() },
         SorterDesc { local_chunk_substages: Some(6), ..SorterDesc::default() },
+        SorterDesc { segment_run: Some(1), ..SorterDesc::default() },
+        SorterDesc { segment_run: Some(24), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}

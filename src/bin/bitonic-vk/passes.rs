@@ -47,8 +47,7 @@ pub struct PassesArgs {
     #[arg(long, value_name = "ELEMENTS")]
     max_tile: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
-    /// tile, half of a tile of 1024 or less, at most 512 with 4-byte keys and 1024 with 8-byte
-    /// keys).
+    /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys).
     #[arg(long, value_name = "N")]
     local_wg: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1 to 5; default 5 for u32/i32/f32
@@ -70,6 +69,13 @@ pub struct PassesArgs {
     /// is off).
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     segments: Option<bool>,
+    /// Elements of the run of consecutive elements that a segment pass carries uncompared where it
+    /// starts with a stage's flip or inside its strides of a tile and more (a power of two from 2,
+    /// capped at half the tile): longer runs mean longer stretches per request to memory and
+    /// sometimes more passes. Default: 16 for 4-byte keys in sorts of more tiles than
+    /// multiprocessors where that adds no pass, and for 4-byte keys with values there; else 8.
+    #[arg(long, value_name = "N")]
+    segment_run: Option<u32>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -197,6 +203,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
         local_chunk_substages: args.local_chunk,
         merge_workgroups: args.merge_groups,
         segment_merges: args.segments,
+        segment_run: args.segment_run,
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
