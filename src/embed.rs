@@ -602,9 +602,10 @@ impl SortRecorder {
         Ok(self.persistent(plan, kernels.local_wg, kernels.build))
     }
 
-    /// The passes of a sort of n elements with this geometry and build: [`Plan::segmented_with_run`]
-    /// (the recorder's carried run, else [`plan::segment_run_log2`]'s) where the recorder was asked
-    /// for segment passes, or by default where [`plan::segments_pay`] says so; else [`Plan::new`].
+    /// The passes of a sort of n elements with this geometry and build:
+    /// [`Plan::segmented_with_run`] (the recorder's carried run, else [`plan::segment_run_log2`]'s)
+    /// where the recorder was asked for segment passes, or by default where [`plan::segments_pay`]
+    /// says so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
         let multiprocessors = self.info.limits.multiprocessors;
         let segments = self.segments.unwrap_or_else(|| {

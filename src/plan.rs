@@ -285,9 +285,9 @@ impl Plan {
     /// (`push.inc` = `groups`, the loop's stride; 0 means one tile per workgroup; a looping tile
     /// sort or segment pass has `substages` 1, for the kernel build that loops). With one local
     /// workgroup resident per multiprocessor a workgroup that owns one tile waits for all of its
-    /// loads before it works and leaves the memory idle while it does; on the H100 at 2^24 u32 keys (2048 tiles, 132
-    /// workgroups) each such local merge took 62 to 73 us instead of 86 to 96, and the tile sort
-    /// 270 us instead of 284 (`passes --n 2^24`).
+    /// loads before it works and leaves the memory idle while it does; on the H100 at 2^24 u32
+    /// keys (2048 tiles, 132 workgroups) each such local merge took 62 to 73 us instead of 86 to
+    /// 96, and the tile sort 270 us instead of 284 (`passes --n 2^24`).
     ///
     /// `max_loop_tiles(kind)` bounds the tiles one workgroup of a pass of that kind loops over:
     /// where `groups` workgroups would each take more, the pass takes as many more workgroups as

@@ -41,10 +41,11 @@ pub struct SorterDesc {
     pub local_chunk_substages: Option<u32>,
     /// The most workgroups of the tile sort, of a local merge without windows and of a segment
     /// pass. Where a sort has more tiles (cosets), each workgroup loops over several and loads the
-    /// next while it works on this one. By default the device's multiprocessors where it reports them
-    /// (`VK_NV_shader_sm_builtins`), else one tile per workgroup; `Some(0)` always takes one tile
-    /// per workgroup. On a CPU device a pass takes more workgroups where one would loop over more
-    /// tiles than the driver's loops allow (`plan::CPU_LOOP_LIMIT`). A tuning knob for `bench`.
+    /// next while it works on this one. By default the device's multiprocessors where it reports
+    /// them (`VK_NV_shader_sm_builtins`), else one tile per workgroup; `Some(0)` always takes one
+    /// tile per workgroup. On a CPU device a pass takes more workgroups where one would loop over
+    /// more tiles than the driver's loops allow (`plan::CPU_LOOP_LIMIT`). A tuning knob for
+    /// `bench`.
     pub merge_workgroups: Option<u32>,
     /// Plan every pass after the tile sort as a segment pass ([`crate::plan::Plan::segmented`]): a
     /// run of substages that may cross a stage boundary, on cosets of a tile's size in shared

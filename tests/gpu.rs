@@ -485,11 +485,11 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
     // tiles with split dispatches, chunks of 3 substages (cross chunks with a tail of two), of 2
     // and of 1 (no cross chunk), and a persistent tile sort before the segments. Sizes with a
     // partial last tile put virtual elements among a segment's real ones. Where the merge
-    // workgroups are capped below the cosets (the second row with the default tiles, the third
-    // row), the segment passes loop over cosets and load the next ahead too (lavapipe reports no
-    // multiprocessor count, so by default nothing loops there). The carried low run: 8 by
-    // default there (no multiprocessor count), 16 as sorts of more tiles than multiprocessors
-    // take on the H100, 32, and 2.
+    // workgroups are capped below the cosets (the second and third rows, with the default tiles,
+    // and the fifth), the segment passes loop over cosets and load the next ahead too (lavapipe
+    // reports no multiprocessor count, so by default nothing loops there). The carried low run:
+    // 8 by default there (no multiprocessor count), 16 as sorts of more tiles than
+    // multiprocessors take on the H100 (the third row), 32 (the fifth) and 2 (the last).
     let mut rng = rng("segments");
     for (max_tile, max_groups, max_fused, merge_groups, run, sizes) in [
         (None, None, None, None, None, &[2usize, 1000, 8193, 65_536, 100_003][..]),
