@@ -41,9 +41,35 @@ use crate::context::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::keys::{key_flags, KeyKind, KeyWidth, Order, SortKey};
 use crate::pipelines::{geometry_for, local_chunk, KernelOptions, Kernels, Layouts};
-use crate::plan::{self, Geometry, PassKind, Plan};
+use crate::plan::{self, Geometry, PassKind, Plan, SegmentRuns};
 use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
 use crate::shaders::{Build, Payload, Variant};
+
+/// The carried low runs asked for by `segment_run` and `segment_run_long` (elements, powers of
+/// two from 2): neither leaves them to `plan::segment_runs`; `segment_run` alone is the one run
+/// every carrying segment takes; `segment_run_long` lets them take it or `segment_run` (8 where
+/// unset), whichever gives fewer passes, the long one where they tie.
+fn segment_runs_of(run: Option<u32>, long: Option<u32>) -> Result<Option<SegmentRuns>> {
+    for (name, value) in [("segment_run", run), ("segment_run_long", long)] {
+        if let Some(v) = value.filter(|v| *v < 2 || !v.is_power_of_two()) {
+            return Err(Error::InvalidOption {
+                name,
+                value: v.to_string(),
+                reason: "must be a power of two, at least 2",
+            });
+        }
+    }
+    let short = run.map_or(plan::SEGMENT_MIN_RUN_LOG2, u32::trailing_zeros);
+    match long {
+        None => Ok(run.map(|_| SegmentRuns::fixed(short))),
+        Some(long) if long.trailing_zeros() < short => Err(Error::InvalidOption {
+            name: "segment_run_long",
+            value: long.to_string(),
+            reason: "must be at least segment_run (8 where unset)",
+        }),
+        Some(long) => Ok(Some(SegmentRuns { short, long: long.trailing_zeros() })),
+    }
+}
 
 /// The build of the kernels a binding runs: reading a GPU-side count, batched, or the lean one.
 fn variant(gpu_count: bool, batched: bool) -> Variant {
@@ -117,6 +143,8 @@ pub struct RecorderDesc {
     pub segment_merges: Option<bool>,
     /// Elements of a segment pass's carried low run; see [`crate::SorterDesc`].
     pub segment_run: Option<u32>,
+    /// Elements of the longer carried low run a segment pass may take; see [`crate::SorterDesc`].
+    pub segment_run_long: Option<u32>,
 }
 
 impl Default for RecorderDesc {
@@ -131,6 +159,7 @@ impl Default for RecorderDesc {
             merge_workgroups: None,
             segment_merges: None,
             segment_run: None,
+            segment_run_long: None,
         }
     }
 }
@@ -196,9 +225,9 @@ pub struct SortRecorder {
     /// Plans are `Plan::segmented` (Some(true)), never (Some(false)), or where
     /// `plan::segments_pay` says (None).
     segments: Option<bool>,
-    /// log2 of the segment passes' carried low run where the recorder was given one, else
-    /// `plan::segment_run_log2` picks it per sort.
-    segment_run_log2: Option<u32>,
+    /// The segment passes' carried low runs where the recorder was given one, else
+    /// `plan::segment_runs` picks them per sort.
+    segment_runs: Option<SegmentRuns>,
     /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
     cpu: bool,
     cache: vk::PipelineCache,
@@ -240,13 +269,7 @@ impl SortRecorder {
         };
         // Validate the options before creating anything.
         geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
-        if let Some(run) = desc.segment_run.filter(|r| *r < 2 || !r.is_power_of_two()) {
-            return Err(Error::InvalidOption {
-                name: "segment_run",
-                value: run.to_string(),
-                reason: "must be a power of two, at least 2",
-            });
-        }
+        let segment_runs = segment_runs_of(desc.segment_run, desc.segment_run_long)?;
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
@@ -264,7 +287,7 @@ impl SortRecorder {
         Ok(SortRecorder {
             merge_groups,
             segments: desc.segment_merges,
-            segment_run_log2: desc.segment_run.map(u32::trailing_zeros),
+            segment_runs,
             cpu: info.device_type == DeviceType::Cpu,
             kernels: Vec::new(),
             layouts,
@@ -603,7 +626,7 @@ impl SortRecorder {
     }
 
     /// The passes of a sort of n elements with this geometry and build:
-    /// [`Plan::segmented_with_run`] (the recorder's carried run, else [`plan::segment_run_log2`]'s)
+    /// [`Plan::segmented_with_runs`] (the recorder's carried runs, else [`plan::segment_runs`]')
     /// where the recorder was asked for segment passes, or by default where [`plan::segments_pay`]
     /// says so; else [`Plan::new`].
     pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
@@ -612,10 +635,10 @@ impl SortRecorder {
             plan::segments_pay(n, &geometry, build.element_bytes(), multiprocessors, self.merge_groups)
         });
         if segments {
-            let run_log2 = self.segment_run_log2.unwrap_or_else(|| {
-                plan::segment_run_log2(n, &geometry, build.width.bytes(), build.element_bytes(), multiprocessors)
+            let runs = self.segment_runs.unwrap_or_else(|| {
+                plan::segment_runs(n, &geometry, build.width.bytes(), build.element_bytes(), multiprocessors)
             });
-            Plan::segmented_with_run(n, geometry, key_flags, run_log2)
+            Plan::segmented_with_runs(n, geometry, key_flags, runs)
         } else {
             Plan::new(n, geometry, key_flags)
         }

@@ -368,7 +368,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
 mod tests {
     use super::*;
     use crate::keys::{key_flags, KeyKind, Order};
-    use crate::plan::{Plan, FUSED6_MIN_TILES, MAX_FUSED, WINDOW2_MIN_TILES, WINDOW_MIN_TILES};
+    use crate::plan::{Plan, SegmentRuns, FUSED6_MIN_TILES, MAX_FUSED, WINDOW2_MIN_TILES, WINDOW_MIN_TILES};
     use crate::record::{record_passes, RecordOptions};
     use rand::{Rng, SeedableRng};
 
@@ -684,14 +684,18 @@ mod tests {
 
     #[test]
     fn segmented_plans_sort_every_zero_one_input_up_to_18_elements() {
-        // Every carried low run the tiles allow (capped at log2(tile) - 1).
-        for (tile_log2, run_log2) in (1..=4).flat_map(|t| (0..t.max(2)).map(move |r| (t, r))) {
+        // Every carried low run the tiles allow (capped at log2(tile) - 1), alone and with each
+        // longer one.
+        let runs =
+            |t: u32| (0..t.max(2)).flat_map(move |s| (s..t.max(2)).map(move |l| SegmentRuns { short: s, long: l }));
+        for (tile_log2, runs) in (1..=4).flat_map(|t| runs(t).map(move |r| (t, r))) {
+            let (run_log2, long) = (runs.short, runs.long);
             let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
             for n in 0..=18u32 {
                 let flags = key_flags(KeyKind::U32, Order::Ascending);
-                let plan = Plan::segmented_with_run(n, geometry, flags, run_log2).expect("valid");
+                let plan = Plan::segmented_with_runs(n, geometry, flags, runs).expect("valid");
                 let (plan, trace) = trace_of(plan, ALL_GROUPS);
-                assert_eq!(trace.hazards(), vec![], "t={tile_log2} run={run_log2} n={n}");
+                assert_eq!(trace.hazards(), vec![], "t={tile_log2} run={run_log2}/{long} n={n}");
                 for first in (0..1u64 << n).step_by(64) {
                     let live = ((1u64 << n) - first).min(64);
                     let mut lanes: Vec<u64> =
@@ -702,7 +706,7 @@ mod tests {
                         let unsorted = lanes[i - 1] & !lanes[i] & live_lanes;
                         assert_eq!(
                             unsorted, 0,
-                            "t={tile_log2} run={run_log2} n={n} from {first:#b}: unsorted at {i} ({plan:?})"
+                            "t={tile_log2} run={run_log2}/{long} n={n} from {first:#b}: unsorted at {i} ({plan:?})"
                         );
                     }
                     for b in 0..live {
@@ -710,7 +714,7 @@ mod tests {
                         assert_eq!(
                             ones,
                             u64::from((first + b).count_ones()),
-                            "t={tile_log2} run={run_log2} n={n} lane {b}"
+                            "t={tile_log2} run={run_log2}/{long} n={n} lane {b}"
                         );
                     }
                 }
@@ -721,13 +725,16 @@ mod tests {
     #[test]
     fn segmented_plans_sort_random_pairs_and_cover_each_element_once_per_pass() {
         // Every length up to 20 tiles and a few larger ones, split dispatches of 3 workgroups,
-        // carried low runs of 8 (the default) and of 2, 4 and 16 where the tile allows: no
-        // hazard, no element in two workgroups of a segment pass, every real element in one,
-        // keys and pairs sorted in both orders.
+        // carried low runs of 8 (the default) and of 2, 4 and 16 where the tile allows, and runs
+        // of 2 or 8 and of 8 or 16 chosen pass by pass: no hazard, no element in two workgroups
+        // of a segment pass, every real element in one, keys and pairs sorted in both orders.
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e9);
-        for (tile_log2, run_log2) in
-            (1..=5).flat_map(|t| [1, 2, 3, 4].into_iter().filter(move |r| *r == 3 || *r < t).map(move |r| (t, r)))
-        {
+        let fixed = [1, 2, 3, 4].map(SegmentRuns::fixed);
+        let mixed = [SegmentRuns { short: 1, long: 3 }, SegmentRuns { short: 3, long: 4 }];
+        for (tile_log2, runs) in (1..=5).flat_map(|t| {
+            fixed.into_iter().chain(mixed).filter(move |r| r.short == 3 || r.long < t).map(move |r| (t, r))
+        }) {
+            let (run_log2, long) = (runs.short, runs.long);
             let geometry = Geometry { tile_log2, global_wg: 2, fused: 4 };
             let tile = geometry.tile();
             let options = RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None };
@@ -735,8 +742,8 @@ mod tests {
             for n in sizes.filter(|n| *n < 1 << 14) {
                 for order in [Order::Ascending, Order::Descending] {
                     let flags = key_flags(KeyKind::I32, order);
-                    let plan = Plan::segmented_with_run(n, geometry, flags, run_log2).expect("valid");
-                    let what = format!("t={tile_log2} run={run_log2} n={n} {order:?}");
+                    let plan = Plan::segmented_with_runs(n, geometry, flags, runs).expect("valid");
+                    let what = format!("t={tile_log2} run={run_log2}/{long} n={n} {order:?}");
                     let (plan, trace) = trace_of(plan, options);
                     assert_eq!(trace.hazards(), vec![], "{what}");
                     for pass in plan.passes.iter().skip(1) {

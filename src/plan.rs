@@ -438,19 +438,33 @@ impl Plan {
     /// [`SEGMENT_MIN_RUN_LOG2`] bits that it does not compare, so that it moves runs of 8
     /// consecutive elements, and it leaves at least that many substages to the next segment's tail.
     pub fn segmented(n: u32, geometry: Geometry, key_flags: u32) -> Result<Plan> {
-        Plan::segmented_with_run(n, geometry, key_flags, SEGMENT_MIN_RUN_LOG2)
+        Plan::segmented_with_runs(n, geometry, key_flags, SegmentRuns::fixed(SEGMENT_MIN_RUN_LOG2))
     }
 
-    /// [`Plan::segmented`] with a carried low run of 2^`run_log2` elements (at most
-    /// log2(tile) - 1; [`segment_run_log2`] picks one): a longer run moves longer stretches of
-    /// consecutive elements per request to memory and leaves fewer bits of the coset to the
-    /// substages, so it may take more passes ([`segment_passes`]).
+    /// [`Plan::segmented`] with a carried low run of 2^`run_log2` elements in every segment that
+    /// carries one ([`SegmentRuns::fixed`]).
     pub fn segmented_with_run(n: u32, geometry: Geometry, key_flags: u32, run_log2: u32) -> Result<Plan> {
+        Plan::segmented_with_runs(n, geometry, key_flags, SegmentRuns::fixed(run_log2))
+    }
+
+    /// [`Plan::segmented`] with carried low runs of `runs` (each at most log2(tile) - 1;
+    /// [`segment_runs`] picks them): a longer run moves longer stretches of consecutive elements
+    /// per request to memory and leaves fewer bits of the coset to the substages, so it may take
+    /// more passes ([`segment_passes`]); with two runs each segment that carries one takes the
+    /// long run wherever that adds no pass to the plan.
+    pub fn segmented_with_runs(n: u32, geometry: Geometry, key_flags: u32, runs: SegmentRuns) -> Result<Plan> {
+        if runs.long < runs.short {
+            return Err(Error::InvalidOption {
+                name: "segment_run_long",
+                value: format!("2^{}", runs.long),
+                reason: "must be at least the short run",
+            });
+        }
         let mut plan = Plan::tile_sorted(n, geometry, key_flags)?;
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
         let base = PushConstants { n, flags: key_flags, ..PushConstants::default() };
-        let shapes = segment_shapes(levels, t, run_log2);
+        let shapes = segment_shapes(levels, t, runs);
         let count = shapes.len();
         for (index, (segment, ends_in)) in shapes.into_iter().enumerate() {
             let (dir, log_block) = segment.encode();
@@ -473,96 +487,179 @@ impl Plan {
     }
 }
 
-/// The segments after the tile sort of a sort of 2^`levels` elements in tiles of 2^`t`, with a
-/// carried low run of 2^`run_log2` (capped at t - 1), each with the stage it ends in.
-fn segment_shapes(levels: u32, t: u32, run_log2: u32) -> Vec<(Segment, u32)> {
-    let mut shapes = Vec::new();
-    if levels <= t {
-        return shapes;
+/// The carried low runs of a segment plan (log2 elements, each capped at log2(tile) - 1): every
+/// segment that carries a run carries 2^`short` or 2^`long` elements, chosen pass by pass for
+/// the fewest passes, then the fewest that carry the short run ([`Plan::segmented_with_runs`]).
+/// `short` = `long` gives every such segment the same run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentRuns {
+    /// log2 of the shorter run.
+    pub short: u32,
+    /// log2 of the longer run (at least `short`).
+    pub long: u32,
+}
+
+impl SegmentRuns {
+    /// Every segment that carries a run carries 2^`run_log2` elements.
+    pub fn fixed(run_log2: u32) -> SegmentRuns {
+        SegmentRuns { short: run_log2, long: run_log2 }
     }
-    let run = run_log2.min(t - 1);
-    // Where the network stands: stage `stage`, its flip next (None) or its half-cleaners of
-    // strides 2^p .. 1 (Some(p)).
-    let mut stage = t + 1;
-    let mut next: Option<u32> = None;
-    loop {
-        let shape = match next {
-            None => {
-                // The flip and the largest strides of `stage`, over a carried low run.
-                let high = (t - 1 - run).min(stage - 1 - run);
-                let high_bit = stage - 1 - high;
-                next = Some(high_bit - 1);
-                (Segment { low: run, tail: false, flip: true, high_bit, high }, stage)
-            }
-            Some(p) if p + 1 > t => {
-                // Strides of a tile and more, within a stage, over a carried low run.
-                let high = t - run;
-                let high_bit = p + 1 - high;
-                next = Some(high_bit - 1);
-                (Segment { low: run, tail: false, flip: false, high_bit, high }, stage)
-            }
-            Some(p) if stage == levels || p + 1 == t => {
-                // The stage's last strides alone: the last pass of the sort, or a tail that
-                // fills the tile.
-                let low = p + 1;
-                let ends = stage;
-                stage += 1;
-                next = None;
-                (Segment { low, tail: true, flip: false, high_bit: low, high: 0 }, ends)
-            }
-            Some(p) => {
-                // The stage's last strides, then the next stage's flip and largest strides.
-                let low = p + 1;
-                let high = (t - 1 - low).min(stage - low);
-                let high_bit = stage - high;
-                stage += 1;
-                next = Some(high_bit - 1);
-                (Segment { low, tail: true, flip: true, high_bit, high }, stage)
-            }
-        };
-        shapes.push(shape);
-        if stage > levels {
-            return shapes;
+}
+
+/// Where the network stands after some segments: stage `stage`, its flip next (`next` None) or
+/// its half-cleaners of strides 2^p .. 1 (Some(p)); past the sort's end where `stage` > levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Cursor {
+    stage: u32,
+    next: Option<u32>,
+}
+
+/// The segment that starts at `at`, in a sort of 2^`levels` elements in tiles of 2^`t`, carrying
+/// a low run of 2^`run` (at most t - 1) where it carries one: its shape, the stage it ends in,
+/// where the network stands after it, and whether it carried the run.
+fn segment_step(at: Cursor, levels: u32, t: u32, run: u32) -> (Segment, u32, Cursor, bool) {
+    let stage = at.stage;
+    match at.next {
+        None => {
+            // The flip and the largest strides of `stage`, over a carried low run.
+            let high = (t - 1 - run).min(stage - 1 - run);
+            let high_bit = stage - 1 - high;
+            let shape = Segment { low: run, tail: false, flip: true, high_bit, high };
+            (shape, stage, Cursor { stage, next: Some(high_bit - 1) }, true)
+        }
+        Some(p) if p + 1 > t => {
+            // Strides of a tile and more, within a stage, over a carried low run.
+            let high = t - run;
+            let high_bit = p + 1 - high;
+            let shape = Segment { low: run, tail: false, flip: false, high_bit, high };
+            (shape, stage, Cursor { stage, next: Some(high_bit - 1) }, true)
+        }
+        Some(p) if stage == levels || p + 1 == t => {
+            // The stage's last strides alone: the last pass of the sort, or a tail that fills the
+            // tile.
+            let low = p + 1;
+            let shape = Segment { low, tail: true, flip: false, high_bit: low, high: 0 };
+            (shape, stage, Cursor { stage: stage + 1, next: None }, false)
+        }
+        Some(p) => {
+            // The stage's last strides, then the next stage's flip and largest strides.
+            let low = p + 1;
+            let high = (t - 1 - low).min(stage - low);
+            let high_bit = stage - high;
+            let shape = Segment { low, tail: true, flip: true, high_bit, high };
+            (shape, stage + 1, Cursor { stage: stage + 1, next: Some(high_bit - 1) }, false)
         }
     }
 }
 
-/// Segment passes after the tile sort of a sort of `n` elements in tiles of 2^`tile_log2` with a
-/// carried low run of 2^`run_log2` ([`Plan::segmented_with_run`]).
-pub fn segment_passes(n: u32, tile_log2: u32, run_log2: u32) -> usize {
-    segment_shapes(ceil_log2(u64::from(n)), tile_log2, run_log2).len()
+/// The segments after the tile sort of a sort of 2^`levels` elements in tiles of 2^`t` with
+/// carried low runs `runs`, each with the stage it ends in.
+///
+/// Every segment's shape depends only on where the network stands and the run it carries, so
+/// the fewest passes (then the fewest short runs) from each standpoint is a shortest path over
+/// the few standpoints a sort has (at most 31 stages by 32 strides), found from the end.
+fn segment_shapes(levels: u32, t: u32, runs: SegmentRuns) -> Vec<(Segment, u32)> {
+    let mut shapes = Vec::new();
+    if levels <= t {
+        return shapes;
+    }
+    let (short, long) = (runs.short.min(t - 1), runs.long.min(t - 1));
+    let mut best = std::collections::HashMap::new();
+    let start = Cursor { stage: t + 1, next: None };
+    cost_from(start, levels, t, (short, long), &mut best);
+    let mut at = start;
+    while at.stage <= levels {
+        let (_, _, run) = best[&at];
+        let (shape, ends_in, after, _) = segment_step(at, levels, t, run);
+        shapes.push((shape, ends_in));
+        at = after;
+    }
+    shapes
 }
 
-/// The carried low run (log2 elements) that [`segment_run_log2`] gives some sorts instead of
+/// (passes, passes carrying the short run) of the best segments from `at` to the end of the sort,
+/// for [`segment_shapes`]; `best` keeps each standpoint's with the run its first segment takes
+/// (the long one where the two tie).
+fn cost_from(
+    at: Cursor,
+    levels: u32,
+    t: u32,
+    (short, long): (u32, u32),
+    best: &mut std::collections::HashMap<Cursor, (u32, u32, u32)>,
+) -> (u32, u32) {
+    if at.stage > levels {
+        return (0, 0);
+    }
+    if let Some(&(passes, shorts, _)) = best.get(&at) {
+        return (passes, shorts);
+    }
+    let mut chosen: Option<(u32, u32, u32)> = None;
+    for run in [long, short] {
+        let (_, _, after, carried) = segment_step(at, levels, t, run);
+        let (passes, shorts) = cost_from(after, levels, t, (short, long), best);
+        let cost = (passes + 1, shorts + u32::from(carried && run < long), run);
+        if chosen.is_none_or(|c| (cost.0, cost.1) < (c.0, c.1)) {
+            chosen = Some(cost);
+        }
+        if !carried || short == long {
+            // The run makes no difference to this segment.
+            break;
+        }
+    }
+    let chosen = chosen.expect("one run at least");
+    best.insert(at, chosen);
+    (chosen.0, chosen.1)
+}
+
+/// Segment passes after the tile sort of a sort of `n` elements in tiles of 2^`tile_log2` with
+/// carried low runs `runs` ([`Plan::segmented_with_runs`]).
+pub fn segment_passes(n: u32, tile_log2: u32, runs: SegmentRuns) -> usize {
+    segment_shapes(ceil_log2(u64::from(n)), tile_log2, runs).len()
+}
+
+/// The carried low run (log2 elements) that [`segment_runs`] gives some segments instead of
 /// [`SEGMENT_MIN_RUN_LOG2`]: 16 elements, 64 bytes of 4-byte keys.
 pub const SEGMENT_LONG_RUN_LOG2: u32 = 4;
 
-/// The carried low run (log2 elements) of a segment plan by default, for `n` elements in
-/// `geometry`'s tiles, keys of `key_bytes`, elements (key and value) of `element_bytes`, on a
-/// device of `multiprocessors`: [`SEGMENT_LONG_RUN_LOG2`] for 4-byte keys in sorts of more tiles
-/// than multiprocessors where it takes no more passes than [`SEGMENT_MIN_RUN_LOG2`], and for
-/// 4-byte keys with values there whatever it takes; else [`SEGMENT_MIN_RUN_LOG2`].
+/// The carried low runs of a segment plan by default, for `n` elements in `geometry`'s tiles,
+/// keys of `key_bytes`, elements (key and value) of `element_bytes`, on a device of
+/// `multiprocessors`: in sorts of more tiles than multiprocessors, runs of 16
+/// ([`SEGMENT_LONG_RUN_LOG2`]) for 4-byte keys where that takes no more passes than runs of 8,
+/// and for 4-byte keys with values there whatever it takes; runs of 8 ([`SEGMENT_MIN_RUN_LOG2`])
+/// everywhere else. Every carrying segment of a sort takes the same run: runs chosen pass by
+/// pass ([`SegmentRuns`] with two lengths) did not pay.
 ///
-/// An empirical rule, from the H100 (132 multiprocessors; `bench --reps 20 --warmup 5 --sizes
-/// 2^20,2^22,2^24 --payload keys,pairs`, builds with runs of 8, 16 and 32 elements, two
-/// processes each, alternating; docs/PERFORMANCE.md): runs of 16 took u32 keys at 2^22 from
-/// 0.3564 to 0.3486 ms and pairs from 0.7118 to 0.6691 ms (15 and 18 passes either way), u32
-/// pairs at 2^24 from 3.440 to 3.290 ms with one pass more (23), and tied at 2^20 pairs (14
-/// passes against 13); with one pass more u32 keys lost at 2^24 (1.571 -> 1.596 ms) and 2^20
-/// (0.0902 -> 0.0944 ms, one tile per multiprocessor). Runs of 32 lost to runs of 16 everywhere.
-/// Wider keys move 64 bytes per run of 8 already and were not measured.
-pub fn segment_run_log2(n: u32, geometry: &Geometry, key_bytes: u32, element_bytes: u32, multiprocessors: u32) -> u32 {
+/// An empirical rule, from the H100 (132 multiprocessors; `bench --reps 20 --warmup 5`, two
+/// processes each, alternating; docs/PERFORMANCE.md). Builds with runs of 8, 16 and 32 elements
+/// (`--sizes 2^20,2^22,2^24 --payload keys,pairs`): runs of 16 took u32 keys at 2^22 from 0.3564
+/// to 0.3486 ms and pairs from 0.7118 to 0.6691 ms (15 and 18 passes either way), u32 pairs at
+/// 2^24 from 3.440 to 3.290 ms with one pass more (23), and tied at 2^20 pairs (14 passes
+/// against 13); with one pass more u32 keys lost at 2^24 (1.571 -> 1.596 ms) and 2^20 (0.0902 ->
+/// 0.0944 ms, one tile per multiprocessor). Runs of 32 lost to runs of 16 everywhere. Runs of 8
+/// or 16 pass by pass, 16 wherever that adds no pass (`--segment-run-long 16`): u32 keys at 2^24
+/// (18 passes, 4 of 7 carrying 16) took 1.578 ms against 1.557 / 1.567 with runs of 8, at 12 M
+/// 1.245 against 1.222 / 1.230, at 2^23 0.727 against 0.728 / 0.733, at 2^20 tied; u32 pairs at
+/// 2^23 (20 passes, 6 of 8 carrying 16) 1.549 against 1.573 ms with runs of 16 (21 passes), at
+/// 2^24 (22 passes, 3 of 9) 3.313 against 3.303. Wider keys move 64 bytes per run of 8 already
+/// and were not measured.
+pub fn segment_runs(
+    n: u32,
+    geometry: &Geometry,
+    key_bytes: u32,
+    element_bytes: u32,
+    multiprocessors: u32,
+) -> SegmentRuns {
     let tiles = n.div_ceil(geometry.tile());
     if key_bytes != 4 || multiprocessors == 0 || tiles <= multiprocessors {
-        return SEGMENT_MIN_RUN_LOG2;
+        return SegmentRuns::fixed(SEGMENT_MIN_RUN_LOG2);
     }
     let t = geometry.tile_log2;
+    let (short, long) = (SegmentRuns::fixed(SEGMENT_MIN_RUN_LOG2), SegmentRuns::fixed(SEGMENT_LONG_RUN_LOG2));
     let pairs = element_bytes > key_bytes;
-    let free = segment_passes(n, t, SEGMENT_LONG_RUN_LOG2) <= segment_passes(n, t, SEGMENT_MIN_RUN_LOG2);
-    if pairs || free {
-        SEGMENT_LONG_RUN_LOG2
+    if pairs || segment_passes(n, t, long) <= segment_passes(n, t, short) {
+        long
     } else {
-        SEGMENT_MIN_RUN_LOG2
+        short
     }
 }
 
@@ -626,9 +723,9 @@ pub fn segment_tile(n: u32, max_tile: u32, multiprocessors: u32) -> Option<u32> 
 /// - in sorts of 3 to `multiprocessors` tiles (one coset per workgroup) whose tiles hold at most
 ///   24 KiB (`element_bytes`: key and value, 4 to 12 bytes) or number more than half the
 ///   multiprocessors;
-/// - in sorts of more tiles than that, in tiles of at least [`SEGMENT_BEYOND_MIN_TILE`], where
-///   the segment passes loop over cosets (`merge_groups` > 0 and [`segments_loop`]), and for
-///   12-byte elements (u64 pairs), which take one coset per workgroup there.
+/// - in sorts of more tiles than that, in tiles of at least `SEGMENT_BEYOND_MIN_TILE` (4096),
+///   where the segment passes loop over cosets (`merge_groups` > 0 and [`segments_loop`]), and
+///   for 12-byte elements (u64 pairs), which take one coset per workgroup there.
 ///
 /// An empirical rule, from the H100 (132 multiprocessors; `bench --payload keys,pairs --reps 20
 /// --warmup 5` with and without segments and at several tiles, two processes each, alternating;
@@ -996,43 +1093,110 @@ mod tests {
         }
     }
 
-    #[test]
-    fn segments_carry_runs_of_16_only_where_they_paid_on_the_h100() {
-        let run = |n: u32, tile_log2, key_bytes, element_bytes, sms| {
-            segment_run_log2(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, key_bytes, element_bytes, sms)
-        };
-        // (n, log2 of the tile, key bytes, element bytes, the run's log2) on 132 multiprocessors,
-        // with the tiles the sorter gives these sizes.
-        for (n, t, key, element, wanted) in [
-            // u32 keys: 2^22 (14 segment passes either way) paid, 2^24 (19 against 18) lost.
-            (1 << 22, 13, 4, 4, 4),
-            (1 << 24, 13, 4, 4, 3),
-            (1 << 23, 13, 4, 4, 3),
-            (1 << 21, 13, 4, 4, 4),
-            // One tile per multiprocessor or fewer: 2^20 keys lost with one pass more.
-            (1 << 20, 13, 4, 4, 3),
-            (1 << 18, 11, 4, 4, 3),
-            // u32 pairs beyond the multiprocessors, whatever the passes.
-            (1 << 20, 12, 4, 8, 4),
-            (1 << 22, 12, 4, 8, 4),
-            (1 << 24, 12, 4, 8, 4),
-            (1 << 16, 11, 4, 8, 3),
-            // 8-byte keys were not measured.
-            (1 << 22, 12, 8, 8, 3),
-            (1 << 22, 12, 8, 12, 3),
-        ] {
-            assert_eq!(run(n, t, key, element, 132), wanted, "n={n} tile 2^{t} {key}/{element} bytes");
-            assert_eq!(run(n, t, key, element, 0), SEGMENT_MIN_RUN_LOG2, "no multiprocessor count: n={n}");
+    /// (passes, segments that carry the short run) of a list of shapes planned with `runs`.
+    fn passes_and_shorts(shapes: &[(Segment, u32)], runs: SegmentRuns) -> (usize, usize) {
+        let shorts = shapes.iter().filter(|(s, _)| !s.tail && s.low == runs.short && runs.short < runs.long).count();
+        (shapes.len(), shorts)
+    }
+
+    /// The best (passes, short runs) over every sequence of run choices from `at`, tried in full.
+    fn best_by_trying_all(at: Cursor, levels: u32, t: u32, runs: SegmentRuns) -> (usize, usize) {
+        if at.stage > levels {
+            return (0, 0);
         }
-        // segment_passes counts what segmented_with_run plans after the tile sort.
-        for (n, t) in [(1u32 << 22, 13), (1 << 24, 13), (1 << 24, 12), (3_000_000, 12), (1 << 16, 11), (5, 4)] {
-            for r in 1..=5 {
-                let plan = Plan::segmented_with_run(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0, r);
-                assert_eq!(plan.expect("valid").passes.len() - 1, segment_passes(n, t, r), "n={n} t={t} run={r}");
+        let (short, long) = (runs.short.min(t - 1), runs.long.min(t - 1));
+        [long, short]
+            .into_iter()
+            .map(|run| {
+                let (_, _, after, carried) = segment_step(at, levels, t, run);
+                let (passes, shorts) = best_by_trying_all(after, levels, t, runs);
+                (passes + 1, shorts + usize::from(carried && run < long))
+            })
+            .min()
+            .expect("two choices")
+    }
+
+    #[test]
+    fn mixed_runs_take_the_fewest_passes_then_the_fewest_short_runs() {
+        let pairs = [(3, 4), (2, 4), (1, 3), (3, 5), (0, 2)];
+        let small = (4..=8).flat_map(|t| (t + 1..=t + 5).map(move |levels| (t, levels)));
+        let large = (11..=13).flat_map(|t| (t + 1..=24).map(move |levels| (t, levels)));
+        for ((t, levels), (short, long)) in small.chain(large).flat_map(|c| pairs.map(move |r| (c, r))) {
+            let runs = SegmentRuns { short, long };
+            let what = format!("t={t} levels={levels} runs {short}/{long}");
+            let shapes = segment_shapes(levels, t, runs);
+            // Capped at t - 1 as the planner caps them.
+            let capped = SegmentRuns { short: short.min(t - 1), long: long.min(t - 1) };
+            let got = passes_and_shorts(&shapes, capped);
+            assert_eq!(got, best_by_trying_all(Cursor { stage: t + 1, next: None }, levels, t, runs), "{what}");
+            for fixed in [short, long] {
+                assert!(got.0 <= segment_shapes(levels, t, SegmentRuns::fixed(fixed)).len(), "{what}");
+            }
+            // Every carrying segment takes one of the two runs, the rest none.
+            for (s, _) in &shapes {
+                assert!(s.tail || s.low == capped.short || s.low == capped.long, "{what}: {s:?}");
             }
         }
-        assert_eq!((segment_passes(1 << 22, 13, 3), segment_passes(1 << 22, 13, 4)), (14, 14));
-        assert_eq!((segment_passes(1 << 24, 12, 3), segment_passes(1 << 24, 12, 4)), (21, 22));
+        // Equal runs plan what a fixed run plans.
+        assert_eq!(
+            segment_shapes(24, 13, SegmentRuns { short: 3, long: 3 }),
+            segment_shapes(24, 13, SegmentRuns::fixed(3))
+        );
+    }
+
+    #[test]
+    fn segments_carry_runs_of_16_only_where_they_paid_on_the_h100() {
+        let runs = |n: u32, tile_log2, key_bytes, element_bytes, sms| {
+            segment_runs(n, &Geometry { tile_log2, global_wg: 256, fused: 6 }, key_bytes, element_bytes, sms)
+        };
+        let fixed = SegmentRuns::fixed;
+        let mixed = SegmentRuns { short: SEGMENT_MIN_RUN_LOG2, long: SEGMENT_LONG_RUN_LOG2 };
+        // (n, log2 of the tile, key bytes, element bytes, the runs) on 132 multiprocessors, with
+        // the tiles the sorter gives these sizes.
+        for (n, t, key, element, wanted) in [
+            // u32 keys: 2^22 (14 segment passes either way) paid, 2^24 (19 against 18) lost.
+            (1 << 22, 13, 4, 4, fixed(4)),
+            (1 << 24, 13, 4, 4, fixed(3)),
+            (1 << 23, 13, 4, 4, fixed(3)),
+            (1 << 21, 13, 4, 4, fixed(4)),
+            // One tile per multiprocessor or fewer: 2^20 keys lost with one pass more.
+            (1 << 20, 13, 4, 4, fixed(3)),
+            (1 << 18, 11, 4, 4, fixed(3)),
+            // u32 pairs beyond the multiprocessors, whatever the passes.
+            (1 << 20, 12, 4, 8, fixed(4)),
+            (1 << 22, 12, 4, 8, fixed(4)),
+            (1 << 24, 12, 4, 8, fixed(4)),
+            (1 << 16, 11, 4, 8, fixed(3)),
+            // 8-byte keys were not measured.
+            (1 << 22, 12, 8, 8, fixed(3)),
+            (1 << 22, 12, 8, 12, fixed(3)),
+        ] {
+            assert_eq!(runs(n, t, key, element, 132), wanted, "n={n} tile 2^{t} {key}/{element} bytes");
+            assert_eq!(runs(n, t, key, element, 0), fixed(SEGMENT_MIN_RUN_LOG2), "no multiprocessor count: n={n}");
+        }
+        // segment_passes counts what segmented_with_runs plans after the tile sort.
+        for (n, t) in [(1u32 << 22, 13), (1 << 24, 13), (1 << 24, 12), (3_000_000, 12), (1 << 16, 11), (5, 4)] {
+            for r in (1..=5).map(fixed).chain([mixed, SegmentRuns { short: 2, long: 5 }]) {
+                let plan = Plan::segmented_with_runs(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0, r);
+                assert_eq!(plan.expect("valid").passes.len() - 1, segment_passes(n, t, r), "n={n} t={t} {r:?}");
+            }
+        }
+        let count = |n, t, r| segment_passes(n, t, r);
+        assert_eq!((count(1 << 22, 13, fixed(3)), count(1 << 22, 13, fixed(4))), (14, 14));
+        assert_eq!((count(1 << 24, 12, fixed(3)), count(1 << 24, 12, fixed(4))), (21, 22));
+        // The planner's choice at 2^24 u32 keys: as few passes as runs of 8 (one fewer than
+        // runs of 16), 4 of the 7 that carry a run carrying 16.
+        let shapes = segment_shapes(24, 13, mixed);
+        assert_eq!(passes_and_shorts(&shapes, mixed), (18, 3));
+        assert_eq!((count(1 << 24, 13, fixed(3)), count(1 << 24, 13, fixed(4))), (18, 19));
+        // A long run shorter than the short one is refused.
+        let refused = Plan::segmented_with_runs(
+            1 << 20,
+            Geometry { tile_log2: 13, global_wg: 256, fused: 5 },
+            0,
+            SegmentRuns { short: 4, long: 3 },
+        );
+        assert!(matches!(refused, Err(Error::InvalidOption { name: "segment_run_long", .. })));
     }
 
     #[test]

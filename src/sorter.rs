@@ -62,11 +62,17 @@ pub struct SorterDesc {
     pub segment_merges: Option<bool>,
     /// Elements of the low run a segment pass carries uncompared where it starts with a stage's
     /// flip or inside its strides of a tile and more, so that it moves runs of that many
-    /// consecutive elements (a power of two, at least 2; capped at half the tile). By default
-    /// ([`crate::plan::segment_run_log2`]) 16 for 4-byte keys in sorts of more tiles than
-    /// multiprocessors where that takes no more passes than 8, and for 4-byte keys with values
-    /// there whatever it takes; else 8. A tuning knob for `bench`.
+    /// consecutive elements (a power of two, at least 2; capped at half the tile). Alone, every
+    /// such pass carries this run; with [`SorterDesc::segment_run_long`], this is the short run.
+    /// By default ([`crate::plan::segment_runs`]), in sorts of more tiles than multiprocessors,
+    /// 16 for 4-byte keys where that adds no pass and for 4-byte keys with values whatever it
+    /// adds; else 8. A tuning knob for `bench`.
     pub segment_run: Option<u32>,
+    /// The long run (a power of two, at least `segment_run`, 8 where that is unset): each segment
+    /// pass that carries a run then carries `segment_run` or this, this one wherever that adds no
+    /// pass to the sort (never the default: on the H100 it did not pay, see
+    /// [`crate::plan::segment_runs`]). A tuning knob for `bench`.
+    pub segment_run_long: Option<u32>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -348,6 +354,7 @@ impl Sorter {
             merge_workgroups: desc.merge_workgroups,
             segment_merges: desc.segment_merges,
             segment_run: desc.segment_run,
+            segment_run_long: desc.segment_run_long,
         };
         // Validates the tile options before anything else is created.
         let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;

@@ -397,6 +397,8 @@ fn passes_refuses_bad_arguments() {
         (&["--compare", "--max-fused", "1"], "--max-fused"),
         (&["--segment-run", "12"], "segment_run"),
         (&["--segment-run", "1"], "segment_run"),
+        (&["--segment-run-long", "6"], "segment_run_long"),
+        (&["--segment-run", "32", "--segment-run-long", "16"], "segment_run_long"),
     ] {
         bitonic().arg("passes").args(args).assert().code(2).stderr(predicate::str::contains(message));
     }

@@ -12,6 +12,7 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use bitonic_vk::plan::Segment;
 use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -486,19 +487,21 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
     // and of 1 (no cross chunk), and a persistent tile sort before the segments. Sizes with a
     // partial last tile put virtual elements among a segment's real ones. Where the merge
     // workgroups are capped below the cosets (the second and third rows, with the default tiles,
-    // and the fifth), the segment passes loop over cosets and load the next ahead too (lavapipe
+    // and the sixth), the segment passes loop over cosets and load the next ahead too (lavapipe
     // reports no multiprocessor count, so by default nothing loops there). The carried low run:
-    // 8 by default there (no multiprocessor count), 16 as sorts of more tiles than
-    // multiprocessors take on the H100 (the third row), 32 (the fifth) and 2 (the last).
+    // 8 by default there (no multiprocessor count); 16 (the third row), as sorts of more tiles
+    // than multiprocessors take on the H100; 8 or 16 pass by pass (the fourth, whose plan takes
+    // both); 32 (the sixth) and 2 (the last).
     let mut rng = rng("segments");
-    for (max_tile, max_groups, max_fused, merge_groups, run, sizes) in [
-        (None, None, None, None, None, &[2usize, 1000, 8193, 65_536, 100_003][..]),
-        (None, None, None, Some(3), None, &[100_003][..]),
-        (None, None, None, Some(3), Some(16), &[100_003][..]),
-        (Some(64), Some(3), None, None, None, &[65, 1000, 40_033][..]),
-        (Some(256), None, Some(3), Some(2), Some(32), &[1000, 10_007][..]),
-        (Some(16), Some(2), Some(2), None, None, &[17, 1000][..]),
-        (Some(128), None, Some(1), None, Some(2), &[10_007][..]),
+    for (max_tile, max_groups, max_fused, merge_groups, (run, run_long), sizes) in [
+        (None, None, None, None, (None, None), &[2usize, 1000, 8193, 65_536, 100_003][..]),
+        (None, None, None, Some(3), (None, None), &[100_003][..]),
+        (None, None, None, Some(3), (Some(16), None), &[100_003][..]),
+        (Some(256), None, None, Some(3), (None, Some(16)), &[10_007][..]),
+        (Some(64), Some(3), None, None, (None, None), &[65, 1000, 40_033][..]),
+        (Some(256), None, Some(3), Some(2), (Some(32), None), &[1000, 10_007][..]),
+        (Some(16), Some(2), Some(2), None, (None, None), &[17, 1000][..]),
+        (Some(128), None, Some(1), None, (Some(2), None), &[10_007][..]),
     ] {
         let desc = SorterDesc {
             max_tile,
@@ -507,6 +510,7 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
             merge_workgroups: merge_groups,
             segment_merges: Some(true),
             segment_run: run,
+            segment_run_long: run_long,
             ..SorterDesc::default()
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
@@ -516,6 +520,20 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
             assert!(kinds.iter().all(|k| *k == "segment_merge"), "{desc:?} n={n}: {kinds:?}");
             if merge_groups.is_some_and(|g| n.div_ceil(plan.geometry.tile() as usize) > g as usize) {
                 assert!(plan.passes.iter().skip(1).any(|p| p.push.inc > 0), "{desc:?} n={n}: no pass loops");
+            }
+            if run_long.is_some() {
+                // Both runs, each where it leaves the fewest passes.
+                let mut carried: Vec<u32> = plan
+                    .passes
+                    .iter()
+                    .skip(1)
+                    .map(|p| Segment::decode(&p.push))
+                    .filter(|s| !s.tail)
+                    .map(|s| s.low)
+                    .collect();
+                carried.sort_unstable();
+                carried.dedup();
+                assert_eq!(carried, [3, 4], "{desc:?} n={n}");
             }
             let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
             check_all(&mut sorter, |_| input.clone(), &format!("{desc:?} n={n}"));
@@ -656,6 +674,9 @@ fn invalid_options_are_errors() {
         SorterDesc { local_chunk_substages: Some(6), ..SorterDesc::default() },
         SorterDesc { segment_run: Some(1), ..SorterDesc::default() },
         SorterDesc { segment_run: Some(24), ..SorterDesc::default() },
+        SorterDesc { segment_run_long: Some(24), ..SorterDesc::default() },
+        SorterDesc { segment_run_long: Some(4), ..SorterDesc::default() },
+        SorterDesc { segment_run: Some(16), segment_run_long: Some(8), ..SorterDesc::default() },
     ] {
         match Sorter::new(context(), &desc) {
             Err(Error::InvalidOption { .. }) => {}

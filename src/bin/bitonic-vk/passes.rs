@@ -72,10 +72,15 @@ pub struct PassesArgs {
     /// Elements of the run of consecutive elements that a segment pass carries uncompared where it
     /// starts with a stage's flip or inside its strides of a tile and more (a power of two from 2,
     /// capped at half the tile): longer runs mean longer stretches per request to memory and
-    /// sometimes more passes. Default: 16 for 4-byte keys in sorts of more tiles than
-    /// multiprocessors where that adds no pass, and for 4-byte keys with values there; else 8.
+    /// sometimes more passes. Alone, every such pass carries it; with --segment-run-long, it is the
+    /// short run. Default: in sorts of more tiles than multiprocessors, 16 for 4-byte keys where
+    /// that adds no pass and for 4-byte keys with values whatever it adds; else 8.
     #[arg(long, value_name = "N")]
     segment_run: Option<u32>,
+    /// The long run (a power of two, at least --segment-run, 8 where that is unset): each segment
+    /// pass that carries a run carries --segment-run or this, this one wherever that adds no pass.
+    #[arg(long, value_name = "N")]
+    segment_run_long: Option<u32>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -204,6 +209,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
         merge_workgroups: args.merge_groups,
         segment_merges: args.segments,
         segment_run: args.segment_run,
+        segment_run_long: args.segment_run_long,
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
