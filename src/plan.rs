@@ -441,12 +441,6 @@ impl Plan {
         Plan::segmented_with_runs(n, geometry, key_flags, SegmentRuns::fixed(SEGMENT_MIN_RUN_LOG2))
     }
 
-    /// [`Plan::segmented`] with a carried low run of 2^`run_log2` elements in every segment that
-    /// carries one ([`SegmentRuns::fixed`]).
-    pub fn segmented_with_run(n: u32, geometry: Geometry, key_flags: u32, run_log2: u32) -> Result<Plan> {
-        Plan::segmented_with_runs(n, geometry, key_flags, SegmentRuns::fixed(run_log2))
-    }
-
     /// [`Plan::segmented`] with carried low runs of `runs` (each at most log2(tile) - 1;
     /// [`segment_runs`] picks them): a longer run moves longer stretches of consecutive elements
     /// per request to memory and leaves fewer bits of the coset to the substages, so it may take
