@@ -2,7 +2,8 @@
 // tile_sort: the first pass of every sort. Each workgroup sorts its tile of TILE elements
 // completely in shared memory: stages 1..log_block (block sizes 2..2^log_block), each a flip
 // substage followed by half-cleaner substages, fused up to FUSED at a time in registers (stages
-// 1..REGISTER_STAGES all at once: register_stages), all ascending by order image.
+// 1..REGISTER_STAGES all at once: register_stages, or on the loaded registers where a full
+// tile's loads make whole groups: load_sorted), all ascending by order image.
 // Push constants used: n, log_block (0..=log2 TILE), group_offset, flags; with PERSISTENT, inc.
 //
 // The PERSISTENT build (a module of its own, bound only for a tile sort with fewer workgroups
@@ -17,14 +18,110 @@
 #endif
 #include "local.glsl"
 
-// Stages 1..pc.log_block of the tile in shared memory.
-void sort_tile() {
+// Elements per invocation of a full tile, and whether a full tile's loads are sorted in
+// registers before they go into shared memory (load_sorted): where they make whole groups of
+// 2^REGISTER_STAGES, the register stages run there instead of after one more trip through
+// shared memory and a barrier (register_stages). Which elements make up a group is free in an
+// unsorted tile: the loads stay coalesced (element r * WG_SIZE + lid in slot r). On the H100 the
+// tile sort of 2^24 u32 keys took 256 us instead of 260 to 262 (docs/PERFORMANCE.md). A function,
+// not a constant: shaderc's optimizer rejects this as a specialization-constant expression.
+const uint SLOTS = TILE / WG_SIZE;
+bool load_sorts() {
+    if (FUSED < 2u || SLOTS > LOAD_SLOTS) {
+        return false;
+    }
+    return SLOTS >= (1u << REGISTER_STAGES);
+}
+
+// Stages 1..c on register slots o .. o + 2^c - 1 (o and c literals), ascending.
+void sort_slots(uint o, uint c) {
+    uint size = 1u << c;
+    [[unroll]] for (uint k = 1u; k <= c; k++) {
+        // The flip: slot s against its mirror in its block of 2^k.
+        uint half_block = 1u << (k - 1u);
+        [[unroll]] for (uint s = 0u; s < size; s++) {
+            if ((s & half_block) == 0u) {
+                exchange(o + s, o + (s ^ (2u * half_block - 1u)));
+            }
+        }
+        // Half-cleaners, strides 2^(k-2) .. 1.
+        [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
+            uint stride = 1u << (j - 1u);
+            [[unroll]] for (uint s = 0u; s < size; s++) {
+                if ((s & stride) == 0u) {
+                    exchange(o + s, o + (s | stride));
+                }
+            }
+        }
+    }
+}
+
+// The SLOTS elements in r_key (mapped to order images with `map`) as sorted groups of 2^c (a
+// literal): group j into shared block lid + j * WG_SIZE, then a barrier.
+void store_sorted_groups(bool map, uint c) {
+    uint size = 1u << c;
+    uint lid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        if (r < SLOTS && map) {
+            r_key[r] = to_image(r_key[r]);
+        }
+    }
+    [[unroll]] for (uint j = 0u; j * size < LOAD_SLOTS; j++) {
+        if (j * size < SLOTS) {
+            sort_slots(j * size, c);
+            uint first = (lid + j * WG_SIZE) * size;
+            [[unroll]] for (uint s = 0u; s < size; s++) {
+                s_keys[swizzle(first + s)] = r_key[j * size + s];
+#ifdef PAIRS
+                s_values[swizzle(first + s)] = r_value[j * size + s];
+#endif
+            }
+        }
+    }
+    barrier();
+}
+
+// store_sorted_groups with c = REGISTER_STAGES as a literal.
+void store_sorted(bool map) {
+    if (REGISTER_STAGES == 4u) {
+        store_sorted_groups(map, 4u);
+    } else if (REGISTER_STAGES == 3u) {
+        store_sorted_groups(map, 3u);
+    } else {
+        store_sorted_groups(map, 2u);
+    }
+}
+
+// Whether the tile at `base` takes load_sorted: a full tile of a sort of at least the register
+// stages.
+bool loads_sorted(uint base) {
+    return load_sorts() && pc.log_block >= REGISTER_STAGES && N - base >= TILE;
+}
+
+// A full tile at `base` into shared memory with its register stages run (see load_sorts).
+void load_sorted(uint base) {
+    uint first = batch_base() + base;
+    uint lid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        if (r < SLOTS) {
+            r_key[r] = keys[first + r * WG_SIZE + lid];
+#ifdef PAIRS
+            r_value[r] = values[first + r * WG_SIZE + lid];
+#endif
+        }
+    }
+    store_sorted((pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u);
+}
+
+// Stages 1..pc.log_block of the tile in shared memory; with `sorted`, stages
+// 1..REGISTER_STAGES ran as the tile went in (load_sorted).
+void sort_tile(bool sorted) {
     // Stages 1..REGISTER_STAGES in registers, 2^REGISTER_STAGES consecutive elements per
     // invocation, one barrier for all of them, then the later stages in chunks that may span a
     // stage boundary (tiles of at least that group, with FUSED 2 or more; smaller tiles, for tests,
     // and the unfused builds of the barrier study take the general path, one stage after another).
     if (FUSED >= 2u && TILE >= (1u << REGISTER_STAGES)) {
-        uint stages = register_stages(pc.log_block);
+        uint stages = sorted ? REGISTER_STAGES : register_stages(pc.log_block);
         if (stages < pc.log_block) {
             chained_stages(stages + 1u, pc.log_block);
         }
@@ -41,8 +138,13 @@ void main() {
     if (!tile_live(base)) {
         return;
     }
-    load_tile(base);
-    sort_tile();
+    bool sorted = loads_sorted(base);
+    if (sorted) {
+        load_sorted(base);
+    } else {
+        load_tile(base);
+    }
+    sort_tile(sorted);
     store_tile(base);
 }
 #else
@@ -58,8 +160,23 @@ void main() {
     }
     for (; t < tiles; t += stride) {
         uint base = t * TILE;
+        bool sorted = false;
         if (AHEAD_FITS && t < full) {
-            store_ahead(map);
+            if (loads_sorted(base)) {
+                // The tile held in r_ahead, its register stages run on the way in.
+                [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+                    if (r < SLOTS) {
+                        r_key[r] = r_ahead[r];
+#ifdef PAIRS
+                        r_value[r] = r_ahead_value[r];
+#endif
+                    }
+                }
+                store_sorted(map);
+                sorted = true;
+            } else {
+                store_ahead(map);
+            }
         } else {
             // A partial last tile (padded by load_tile), or tiles too large for the registers.
             load_tile(base);
@@ -68,7 +185,7 @@ void main() {
         if (AHEAD_FITS && next < full) {
             load_ahead(next * TILE);
         }
-        sort_tile();
+        sort_tile(sorted);
         store_tile(base);
         // Every invocation has read this tile out of shared memory before the next goes in.
         barrier();
