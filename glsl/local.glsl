@@ -418,6 +418,32 @@ void chunk_any(uint low, uint m, bool flip) {
     }
 }
 
+// Stages 1..min(c, stages) on register slots o .. o + 2^c - 1 (o and c literals at every call
+// site), ascending: the sort of 2^c elements in registers, or its first stages.
+void sort_slots(uint o, uint c, uint stages) {
+    uint size = 1u << c;
+    [[unroll]] for (uint k = 1u; k <= c; k++) {
+        if (k <= stages) {
+            // The flip: slot s against its mirror in its block of 2^k.
+            uint half_block = 1u << (k - 1u);
+            [[unroll]] for (uint s = 0u; s < size; s++) {
+                if ((s & half_block) == 0u) {
+                    exchange(o + s, o + (s ^ (2u * half_block - 1u)));
+                }
+            }
+            // Half-cleaners, strides 2^(k-2) .. 1.
+            [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
+                uint stride = 1u << (j - 1u);
+                [[unroll]] for (uint s = 0u; s < size; s++) {
+                    if ((s & stride) == 0u) {
+                        exchange(o + s, o + (s | stride));
+                    }
+                }
+            }
+        }
+    }
+}
+
 // Stages 1..`stages` (at most c, a literal at every call site: 2 to 4) on the 2^c consecutive
 // elements of group g, all in registers: every comparator of those stages stays inside an aligned
 // group of 2^c, so they need one trip through shared memory and one barrier instead of one per
@@ -431,26 +457,7 @@ void first_stages(uint g, uint c, uint stages) {
         r_value[s] = s_values[swizzle(first + s)];
 #endif
     }
-    [[unroll]] for (uint k = 1u; k <= c; k++) {
-        if (k <= stages) {
-            // The flip: slot s against its mirror in its block of 2^k.
-            uint half_block = 1u << (k - 1u);
-            [[unroll]] for (uint s = 0u; s < size; s++) {
-                if ((s & half_block) == 0u) {
-                    exchange(s, s ^ (2u * half_block - 1u));
-                }
-            }
-            // Half-cleaners, strides 2^(k-2) .. 1.
-            [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
-                uint stride = 1u << (j - 1u);
-                [[unroll]] for (uint s = 0u; s < size; s++) {
-                    if ((s & stride) == 0u) {
-                        exchange(s, s | stride);
-                    }
-                }
-            }
-        }
-    }
+    sort_slots(0u, c, stages);
     [[unroll]] for (uint s = 0u; s < size; s++) {
         s_keys[swizzle(first + s)] = r_key[s];
 #ifdef PAIRS

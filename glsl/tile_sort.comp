@@ -33,29 +33,6 @@ bool load_sorts() {
     return SLOTS >= (1u << REGISTER_STAGES);
 }
 
-// Stages 1..c on register slots o .. o + 2^c - 1 (o and c literals), ascending.
-void sort_slots(uint o, uint c) {
-    uint size = 1u << c;
-    [[unroll]] for (uint k = 1u; k <= c; k++) {
-        // The flip: slot s against its mirror in its block of 2^k.
-        uint half_block = 1u << (k - 1u);
-        [[unroll]] for (uint s = 0u; s < size; s++) {
-            if ((s & half_block) == 0u) {
-                exchange(o + s, o + (s ^ (2u * half_block - 1u)));
-            }
-        }
-        // Half-cleaners, strides 2^(k-2) .. 1.
-        [[unroll]] for (uint j = k - 1u; j > 0u; j--) {
-            uint stride = 1u << (j - 1u);
-            [[unroll]] for (uint s = 0u; s < size; s++) {
-                if ((s & stride) == 0u) {
-                    exchange(o + s, o + (s | stride));
-                }
-            }
-        }
-    }
-}
-
 // The SLOTS elements in r_key (mapped to order images with `map`) as sorted groups of 2^c (a
 // literal): group j into shared block lid + j * WG_SIZE, then a barrier.
 void store_sorted_groups(bool map, uint c) {
@@ -68,7 +45,7 @@ void store_sorted_groups(bool map, uint c) {
     }
     [[unroll]] for (uint j = 0u; j * size < LOAD_SLOTS; j++) {
         if (j * size < SLOTS) {
-            sort_slots(j * size, c);
+            sort_slots(j * size, c, c);
             uint first = (lid + j * WG_SIZE) * size;
             [[unroll]] for (uint s = 0u; s < size; s++) {
                 s_keys[swizzle(first + s)] = r_key[j * size + s];
