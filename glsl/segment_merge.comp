@@ -73,18 +73,63 @@ uint slot_element(uint r) {
     return e;
 }
 
-// Group `group`'s elements into shared memory, every load of a batch issued before the first
-// store (as load_tile does); virtual elements (index N or past) are KEY_MAX and never read.
-void load_segment(uint group) {
+// The element of local element lid of group `group`'s coset is element_of(lid, 0) ^
+// element_of(0, group) (the same linearity: the group's bits lie apart from lid's), and that of
+// local element i0 + lid, for i0 a multiple of WG_SIZE, element_of(lid, group) ^
+// element_of(i0, 0). The loops below take element_of(lid, group) as `lid_element`.
+//
+// With HOIST_ELEMENTS, slot_element(r) of every slot and element_of(lid, 0) are computed once per
+// dispatch (set_coset_elements), so that a workgroup looping over cosets computes one value per
+// coset for its indices (coset_lid_element). On the H100 (two processes of each build,
+// alternating; docs/PERFORMANCE.md): u32 keys 2^24 1.5615 / 1.5613 -> 1.4561 / 1.4628 ms, 2^22
+// 0.3475 / 0.3486 -> 0.3235 / 0.3232 ms, 2^16 (one coset per workgroup) 40.4 / 40.0 -> 38.3 /
+// 38.4 us; u32 pairs 2^16 47.0 / 46.7 -> 45.1 / 45.5 us. A memory-only pass of whole tiles
+// showed the per-coset index arithmetic, not the memory, holding the looping passes back. The
+// looping build of pairs lost with it (2^24 3.31 -> 5.84 ms, 109 -> 123 registers) and keeps
+// computing the values per coset, as 8-byte keys do (not measured with it).
+#if !defined(KEY64) && !(defined(PAIRS) && defined(PERSISTENT))
+#define HOIST_ELEMENTS
+#endif
+
+#ifdef HOIST_ELEMENTS
+uint slot_elements[LOAD_SLOTS];
+uint lid_base;
+#define SLOT_ELEMENT(r) slot_elements[r]
+#else
+#define SLOT_ELEMENT(r) slot_element(r)
+#endif
+
+void set_coset_elements() {
+#ifdef HOIST_ELEMENTS
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        slot_elements[r] = slot_element(r);
+    }
+    lid_base = element_of(gl_LocalInvocationID.x, 0u);
+#endif
+}
+
+// element_of(lid, group) for this invocation (after set_coset_elements).
+uint coset_lid_element(uint group) {
+#ifdef HOIST_ELEMENTS
+    return lid_base ^ element_of(0u, group);
+#else
+    return element_of(gl_LocalInvocationID.x, group);
+#endif
+}
+
+// A group's elements into shared memory (`lid_element`: see above), every load of a batch issued
+// before the first store (as load_tile does); virtual elements (index N or past) are KEY_MAX and
+// never read.
+void load_segment(uint lid_element) {
     uint first = batch_base();
     uint lid = gl_LocalInvocationID.x;
     uint batch = tile_batch();
     for (uint i0 = 0u; i0 < TILE; i0 += batch * WG_SIZE) {
-        uint base = element_of(i0 + lid, group);
+        uint base = lid_element ^ element_of(i0, 0u);
         [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
             uint i = i0 + r * WG_SIZE + lid;
             if (r < batch && i < TILE) {
-                uint e = base ^ slot_element(r);
+                uint e = base ^ SLOT_ELEMENT(r);
                 r_key[r] = KEY_MAX;
 #ifdef PAIRS
                 r_value[r] = 0u;
@@ -110,8 +155,9 @@ void load_segment(uint group) {
     barrier();
 }
 
-// Group `group`'s real elements back, mapped from order images on the sort's last pass.
-void store_segment(uint group) {
+// A group's real elements back (`lid_element`: see above), mapped from order images on the
+// sort's last pass.
+void store_segment(uint lid_element) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
     uint first = batch_base();
     uint lid = gl_LocalInvocationID.x;
@@ -126,11 +172,11 @@ void store_segment(uint group) {
 #endif
             }
         }
-        uint base = element_of(i0 + lid, group);
+        uint base = lid_element ^ element_of(i0, 0u);
         [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
             uint i = i0 + r * WG_SIZE + lid;
             if (r < batch && i < TILE) {
-                uint e = base ^ slot_element(r);
+                uint e = base ^ SLOT_ELEMENT(r);
                 if (e < N) {
                     keys[first + e] = map ? from_image(r_key[r]) : r_key[r];
 #ifdef PAIRS
@@ -211,16 +257,16 @@ void segment_chain(uint k, uint rest, bool flip, uint left) {
     }
 }
 
-// Issues the loads of group `group`'s elements into r_ahead, local element r * WG_SIZE + lid in
-// slot r (where store_ahead puts it in shared memory); virtual elements are KEY_MAX.
-void load_segment_ahead(uint group) {
+// Issues the loads of a group's elements (`lid_element`: see above) into r_ahead, local element
+// r * WG_SIZE + lid in slot r (where store_ahead puts it in shared memory); virtual elements are
+// KEY_MAX.
+void load_segment_ahead(uint lid_element) {
     uint first = batch_base();
     uint lid = gl_LocalInvocationID.x;
-    uint base = element_of(lid, group);
     [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
         uint i = r * WG_SIZE + lid;
         if (i < TILE) {
-            uint e = base ^ slot_element(r);
+            uint e = lid_element ^ SLOT_ELEMENT(r);
             r_ahead[r] = KEY_MAX;
 #ifdef PAIRS
             r_ahead_value[r] = 0u;
@@ -276,9 +322,11 @@ void main() {
     if (element_of(0u, group) >= N) {
         return;
     }
-    load_segment(group);
+    set_coset_elements();
+    uint lid_element = coset_lid_element(group);
+    load_segment(lid_element);
     run_segment();
-    store_segment(group);
+    store_segment(lid_element);
 }
 #else
 void main() {
@@ -289,21 +337,23 @@ void main() {
     if (element_of(0u, group) >= N) {
         return;
     }
+    set_coset_elements();
     if (AHEAD_FITS) {
-        load_segment_ahead(group);
+        load_segment_ahead(coset_lid_element(group));
     }
     for (; element_of(0u, group) < N; group += stride) {
+        uint lid_element = coset_lid_element(group);
         if (AHEAD_FITS) {
             store_ahead(false);
         } else {
-            load_segment(group);
+            load_segment(lid_element);
         }
         uint next = group + stride;
         if (AHEAD_FITS && element_of(0u, next) < N) {
-            load_segment_ahead(next);
+            load_segment_ahead(coset_lid_element(next));
         }
         run_segment();
-        store_segment(group);
+        store_segment(lid_element);
         // Every invocation has read this coset out of shared memory before the next goes in.
         barrier();
     }
