@@ -78,39 +78,49 @@ uint slot_element(uint r) {
 // local element i0 + lid, for i0 a multiple of WG_SIZE, element_of(lid, group) ^
 // element_of(i0, 0). The loops below take element_of(lid, group) as `lid_element`.
 //
-// With HOIST_ELEMENTS, slot_element(r) of every slot and element_of(lid, 0) are computed once per
-// dispatch (set_coset_elements), so that a workgroup looping over cosets computes one value per
-// coset for its indices (coset_lid_element). On the H100 (two processes of each build,
-// alternating; docs/PERFORMANCE.md): u32 keys 2^24 1.5615 / 1.5613 -> 1.4561 / 1.4628 ms, 2^22
-// 0.3475 / 0.3486 -> 0.3235 / 0.3232 ms, 2^16 (one coset per workgroup) 40.4 / 40.0 -> 38.3 /
-// 38.4 us; u32 pairs 2^16 47.0 / 46.7 -> 45.1 / 45.5 us. A memory-only pass of whole tiles
-// showed the per-coset index arithmetic, not the memory, holding the looping passes back. The
-// looping build of pairs lost with it (2^24 3.31 -> 5.84 ms, 109 -> 123 registers) and keeps
-// computing the values per coset, as 8-byte keys do (not measured with it).
-#if !defined(KEY64) && !(defined(PAIRS) && defined(PERSISTENT))
-#define HOIST_ELEMENTS
+// With HOIST_SLOTS, slot_element(r) of every slot, and with HOIST_LID element_of(lid, 0), are
+// computed once per dispatch (set_coset_elements), so that a workgroup looping over cosets
+// computes one value per coset for its indices (coset_lid_element). On the H100 (two processes
+// of each build, alternating; docs/PERFORMANCE.md), both against neither: u32 keys 2^24 1.5615 /
+// 1.5613 -> 1.4561 / 1.4628 ms, 2^22 0.3475 / 0.3486 -> 0.3235 / 0.3232 ms, 2^16 (one coset per
+// workgroup) 40.4 / 40.0 -> 38.3 / 38.4 us; u32 pairs 2^16 47.0 / 46.7 -> 45.1 / 45.5 us; u64
+// keys 2^24 4.899 / 4.899 -> 4.203 / 4.207 ms, 2^22 0.925 / 0.926 -> 0.874 / 0.873 ms. A
+// memory-only pass of whole tiles showed the per-coset index arithmetic, not the memory, holding
+// the looping passes back. Two builds lost with both: the looping build of u32 pairs (2^24 3.31
+// -> 5.84 ms, 109 -> 123 registers), which hoists element_of(lid, 0) alone (2^24 3.317 / 3.327 ->
+// 3.300 / 3.298 ms, 2^22 0.669 / 0.670 -> 0.664 / 0.663 ms), and u64 pairs (2^24 6.92 -> 7.15 ms),
+// which hoist neither (element_of(lid, 0) alone not measured there).
+#if !(defined(PAIRS) && (defined(PERSISTENT) || defined(KEY64)))
+#define HOIST_SLOTS
+#endif
+#if !(defined(PAIRS) && defined(KEY64))
+#define HOIST_LID
 #endif
 
-#ifdef HOIST_ELEMENTS
+#ifdef HOIST_SLOTS
 uint slot_elements[LOAD_SLOTS];
-uint lid_base;
 #define SLOT_ELEMENT(r) slot_elements[r]
 #else
 #define SLOT_ELEMENT(r) slot_element(r)
 #endif
+#ifdef HOIST_LID
+uint lid_base;
+#endif
 
 void set_coset_elements() {
-#ifdef HOIST_ELEMENTS
+#ifdef HOIST_SLOTS
     [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
         slot_elements[r] = slot_element(r);
     }
+#endif
+#ifdef HOIST_LID
     lid_base = element_of(gl_LocalInvocationID.x, 0u);
 #endif
 }
 
 // element_of(lid, group) for this invocation (after set_coset_elements).
 uint coset_lid_element(uint group) {
-#ifdef HOIST_ELEMENTS
+#ifdef HOIST_LID
     return lid_base ^ element_of(0u, group);
 #else
     return element_of(gl_LocalInvocationID.x, group);
