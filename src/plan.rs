@@ -897,6 +897,30 @@ mod tests {
     }
 
     #[test]
+    fn power_of_two_sorts_have_only_real_elements_in_their_cosets() {
+        // glsl/segment_merge.comp drops its bounds test where n is a power of two (all_real):
+        // there the cosets of each segment pass's workgroups cover 0..n exactly once.
+        for (log2, t) in [(16u32, 11u32), (20, 13), (12, 8), (9, 4), (14, 12), (17, 8)] {
+            let n = 1u32 << log2;
+            let plan = Plan::segmented(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0).expect("valid");
+            assert!(plan.passes.len() > 1, "n=2^{log2} t={t}");
+            for pass in plan.passes.iter().skip(1) {
+                assert_eq!(pass.kind, PassKind::SegmentMerge);
+                let segment = Segment::decode(&pass.push);
+                let mut seen = vec![false; n as usize];
+                for group in 0..pass.workgroups {
+                    for c in 0..1u32 << t {
+                        let e = segment.element(t, group, c);
+                        assert!(e < u64::from(n), "{segment:?} group {group} c {c}: {e}");
+                        assert!(!std::mem::replace(&mut seen[e as usize], true), "{segment:?}: {e} twice");
+                    }
+                }
+                assert!(seen.iter().all(|&s| s), "{segment:?}: not every element");
+            }
+        }
+    }
+
+    #[test]
     fn pass_count_matches_the_plan() {
         for tile_log2 in [1, 2, 5, 13] {
             for fused in 1..=MAX_FUSED {
