@@ -13,6 +13,14 @@
 // one tile per workgroup with plain buffers: on the H100 a single module for both cases cost the
 // one-tile sorts time (2^10 keys 8.4 -> 8.8 us), and on lavapipe two call sites of the sort in one
 // module took four times as long to compile.
+//
+// The SMALL build (a module of its own, the tile sort's pipeline only where a sort of one tile of
+// at most 1024 elements gets four elements per invocation and the device has subgroup shuffles:
+// Kernels::new) keeps the tile in registers: see small_sort.
+#ifdef SMALL
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #ifdef PERSISTENT
 #define ELEMENT_QUALIFIER volatile
 #endif
@@ -109,7 +117,136 @@ void sort_tile(bool sorted) {
     }
 }
 
-#ifndef PERSISTENT
+#if defined(SMALL)
+// The tile in registers, SMALL_SLOTS elements per invocation: element t * SMALL_SLOTS + r in slot
+// r, t the invocation's index by subgroup. The network runs in its flip form, every comparator
+// putting the smaller image at the lower index, as every kernel does (fused.glsl, on padding):
+// index bits below SMALL_BITS in registers, the next log2(subgroup size) bits between the
+// invocations of a subgroup with subgroupShuffleXor, the bits above through shared memory. A tile
+// of 1024 on the H100 (32 invocations a subgroup): 55 substages, 6 of them through shared memory
+// with two barriers each, where the plain build runs 17 chunks with a barrier after each. On the H100 2^10 u32 keys
+// took 6.7 us instead of 8.2 to 8.4, pairs 9.1 to 9.2 instead of 9.9 (docs/PERFORMANCE.md); with
+// one element per invocation (1024) the shuffles' instructions cost more than the chunks (9.1 us).
+const uint SMALL_BITS = 2u;
+const uint SMALL_SLOTS = 1u << SMALL_BITS;
+
+// Slot r against `o` (and `ov`), its partner's element: the smaller image to the lower index.
+void small_take(uint r, KEY o, uint ov, bool keep_min) {
+#if !defined(PAIRS) && !defined(KEY64)
+    r_key[r] = keep_min ? min(r_key[r], o) : max(r_key[r], o);
+#else
+    KEY k = r_key[r];
+    bool take = keep_min ? key_greater(k, o) : key_greater(o, k);
+    r_key[r] = take ? o : k;
+#ifdef PAIRS
+    r_value[r] = take ? ov : r_value[r];
+#endif
+#endif
+}
+
+// A substage whose partners lie `lane_mask` invocations apart in the subgroup (with `flip`, in the
+// mirrored slot). Every shuffle reads the slots before any is updated.
+void small_lanes(uint lane_mask, bool flip, bool keep_min) {
+    KEY o[SMALL_SLOTS];
+    uint ov[SMALL_SLOTS];
+    [[unroll]] for (uint r = 0u; r < SMALL_SLOTS; r++) {
+        uint from = flip ? r ^ (SMALL_SLOTS - 1u) : r;
+        o[r] = subgroupShuffleXor(r_key[from], lane_mask);
+#ifdef PAIRS
+        ov[r] = subgroupShuffleXor(r_value[from], lane_mask);
+#else
+        ov[r] = 0u;
+#endif
+    }
+    [[unroll]] for (uint r = 0u; r < SMALL_SLOTS; r++) {
+        small_take(r, o[r], ov[r], keep_min);
+    }
+}
+
+// A substage through shared memory: element i against element i ^ mask.
+void small_shared(uint t, uint mask) {
+    // Every invocation has read the last substage's elements before these go in.
+    barrier();
+    [[unroll]] for (uint r = 0u; r < SMALL_SLOTS; r++) {
+        s_keys[swizzle(t * SMALL_SLOTS + r)] = r_key[r];
+#ifdef PAIRS
+        s_values[swizzle(t * SMALL_SLOTS + r)] = r_value[r];
+#endif
+    }
+    barrier();
+    [[unroll]] for (uint r = 0u; r < SMALL_SLOTS; r++) {
+        uint i = t * SMALL_SLOTS + r;
+        uint p = i ^ mask;
+        uint ov = 0u;
+#ifdef PAIRS
+        ov = s_values[swizzle(p)];
+#endif
+        small_take(r, s_keys[swizzle(p)], ov, i < p);
+    }
+}
+
+// Stages 1..pc.log_block of the tile at `base`, loaded from and stored to the buffers directly.
+void small_sort(uint base) {
+    bool map_in = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
+    bool map_out = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    // Shuffles need whole subgroups, so that the invocations of subgroup q hold elements
+    // q * gl_SubgroupSize * SMALL_SLOTS onwards. Where the device made partial ones, every
+    // substage beyond the registers goes through shared memory instead.
+    bool whole = gl_NumSubgroups * gl_SubgroupSize == WG_SIZE;
+    uint t = whole ? gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID : gl_LocalInvocationID.x;
+    uint lane_bits = whole ? uint(findLSB(gl_SubgroupSize)) : 0u;
+    uint first = batch_base() + base;
+    [[unroll]] for (uint r = 0u; r < SMALL_SLOTS; r++) {
+        uint i = t * SMALL_SLOTS + r;
+        r_key[r] = KEY_MAX;
+#ifdef PAIRS
+        r_value[r] = 0u;
+#endif
+        if (base + i < N) {
+            KEY k = keys[first + i];
+            r_key[r] = map_in ? to_image(k) : k;
+#ifdef PAIRS
+            r_value[r] = values[first + i];
+#endif
+        }
+    }
+    sort_slots(0u, SMALL_BITS, SMALL_BITS);
+    for (uint s = SMALL_BITS + 1u; s <= pc.log_block; s++) {
+        // The flip (element i against i ^ (2^s - 1)), then the half-cleaners 2^(s-2) .. 1.
+        uint mirror = (1u << s) - 1u;
+        if (s <= SMALL_BITS + lane_bits) {
+            small_lanes(mirror >> SMALL_BITS, true, ((t >> (s - 1u - SMALL_BITS)) & 1u) == 0u);
+        } else {
+            small_shared(t, mirror);
+        }
+        for (uint j = 1u << (s - 2u); j >= SMALL_SLOTS; j >>= 1u) {
+            if (j >= (SMALL_SLOTS << lane_bits)) {
+                small_shared(t, j);
+            } else {
+                small_lanes(j >> SMALL_BITS, false, (t & (j >> SMALL_BITS)) == 0u);
+            }
+        }
+        run_slots(SMALL_BITS, false);
+    }
+    [[unroll]] for (uint r = 0u; r < SMALL_SLOTS; r++) {
+        uint i = t * SMALL_SLOTS + r;
+        if (base + i < N) {
+            keys[first + i] = map_out ? from_image(r_key[r]) : r_key[r];
+#ifdef PAIRS
+            values[first + i] = r_value[r];
+#endif
+        }
+    }
+}
+
+void main() {
+    uint base = tile_base();
+    if (!tile_live(base)) {
+        return;
+    }
+    small_sort(base);
+}
+#elif !defined(PERSISTENT)
 void main() {
     uint base = tile_base();
     if (!tile_live(base)) {

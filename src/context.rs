@@ -143,6 +143,9 @@ pub struct DeviceLimits {
     pub max_memory_allocation_size: u64,
     /// The subgroup size.
     pub subgroup_size: u32,
+    /// Whether compute shaders have the basic and shuffle subgroup operations (Vulkan 1.1's
+    /// `VkPhysicalDeviceSubgroupProperties`): the tile sort of one small tile uses them.
+    pub subgroup_shuffle: bool,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period: f32,
     /// Valid bits of timestamps on the compute queue family; 0 = no timestamps.
@@ -339,6 +342,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
     let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
     let has = |name: &std::ffi::CStr| extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
     let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
+    let mut subgroup_shuffle = false;
     if props.api_version >= vk::API_VERSION_1_1 {
         let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
         if props.api_version >= vk::API_VERSION_1_2 {
@@ -352,6 +356,10 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
         // builtins' structure is chained only where the device offers its extension.
         unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
         subgroup_size = subgroup.subgroup_size;
+        subgroup_shuffle = subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
+            && subgroup
+                .supported_operations
+                .contains(vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::SHUFFLE);
         max_alloc = maintenance3.max_memory_allocation_size;
         if props.api_version >= vk::API_VERSION_1_2 {
             driver_name = format!(
@@ -398,6 +406,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
             max_storage_buffer_range: l.max_storage_buffer_range,
             max_memory_allocation_size: max_alloc,
             subgroup_size,
+            subgroup_shuffle,
             timestamp_period: l.timestamp_period,
             timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
             min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,

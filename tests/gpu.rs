@@ -12,7 +12,9 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use bitonic_vk::pipelines::{geometry_for, small_tile_sort, KernelOptions};
 use bitonic_vk::plan::Segment;
+use bitonic_vk::shaders::Payload;
 use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -189,6 +191,31 @@ fn tiles(sorter: &mut Sorter) -> (u32, u32) {
             .unwrap_or_else(|e| panic!("plan: {e}"))
     };
     (tile(false), tile(true))
+}
+
+#[test]
+fn sorts_of_one_small_tile_take_the_subgroup_tile_sort_here() {
+    // The sorts of up to 1024 4-byte keys in this suite (awkward sizes, distributions, extreme
+    // keys with values) run the tile sort's SMALL build, registers and subgroup shuffles, where the
+    // device has shuffles in compute shaders, as lavapipe and the H100 do; the tiles of 16 of the
+    // split-dispatch and extreme-key tests (four invocations, fewer than a subgroup) take its
+    // shared-memory path. This test keeps that coverage from going away unnoticed.
+    let limits = context().device_info().limits;
+    assert!(limits.subgroup_shuffle, "the test device has no subgroup shuffles in compute shaders");
+    let mut sorter = sorter();
+    for pairs in [false, true] {
+        let tile =
+            sorter.plan(1000, pairs, KeyKind::U32, Order::Ascending).expect("a plan for 1000 keys").geometry.tile();
+        let payload = if pairs { Payload::Pairs } else { Payload::Keys };
+        let options = KernelOptions { max_tile: Some(tile), ..KernelOptions::default() };
+        let (geometry, local_wg) = geometry_for(&limits, payload, KeyWidth::Bits32, options).expect("a geometry");
+        assert_eq!(geometry.tile(), tile);
+        assert!(
+            small_tile_sort(&limits, KeyWidth::Bits32, tile, local_wg),
+            "pairs {pairs}: a tile of {tile} on {local_wg} invocations does not take the SMALL tile sort"
+        );
+        assert!(!small_tile_sort(&limits, KeyWidth::Bits64, tile, local_wg), "8-byte keys keep the plain tile sort");
+    }
 }
 
 #[test]

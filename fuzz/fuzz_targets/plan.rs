@@ -91,6 +91,7 @@ fn geometry(shape: &Shape) -> Option<Geometry> {
                 max_storage_buffer_range: u32::MAX,
                 max_memory_allocation_size: u64::MAX,
                 subgroup_size: 32,
+                subgroup_shuffle: true,
                 timestamp_period: 1.0,
                 timestamp_valid_bits: 64,
                 min_storage_buffer_offset_alignment: 16,
