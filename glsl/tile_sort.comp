@@ -14,9 +14,10 @@
 // one-tile sorts time (2^10 keys 8.4 -> 8.8 us), and on lavapipe two call sites of the sort in one
 // module took four times as long to compile.
 //
-// The SMALL build (a module of its own, the tile sort's pipeline only where a sort of one tile of
-// at most 1024 elements gets four elements per invocation and the device has subgroup shuffles:
-// Kernels::new) keeps the tile in registers: see small_sort.
+// The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
+// at most 1024 elements on a quarter as many invocations, by default the tile of every sort of up
+// to 1024, on devices with subgroup shuffles: pipelines::small_tile_sort) keeps the tile in
+// registers: see small_sort.
 #ifdef SMALL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -124,9 +125,10 @@ void sort_tile(bool sorted) {
 // index bits below SMALL_BITS in registers, the next log2(subgroup size) bits between the
 // invocations of a subgroup with subgroupShuffleXor, the bits above through shared memory. A tile
 // of 1024 on the H100 (32 invocations a subgroup): 55 substages, 6 of them through shared memory
-// with two barriers each, where the plain build runs 17 chunks with a barrier after each. On the H100 2^10 u32 keys
-// took 6.7 us instead of 8.2 to 8.4, pairs 9.1 to 9.2 instead of 9.9 (docs/PERFORMANCE.md); with
-// one element per invocation (1024) the shuffles' instructions cost more than the chunks (9.1 us).
+// with two barriers each, where the plain build runs 17 chunks with a barrier after each. There
+// 2^10 u32 keys took 6.7 to 6.9 us instead of 8.2 to 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0
+// (docs/PERFORMANCE.md); with one element per invocation (1024) the shuffles' instructions cost
+// more than the chunks (9.1 us).
 const uint SMALL_BITS = 2u;
 const uint SMALL_SLOTS = 1u << SMALL_BITS;
 

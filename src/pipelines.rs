@@ -217,11 +217,11 @@ pub const SMALL_SLOTS: u32 = 4;
 /// partners lie in another invocation of its subgroup run with subgroup shuffles. For 4-byte keys
 /// (with or without values) in tiles of at most [`SMALL_MAX_TILE`] with SMALL_SLOTS elements per
 /// invocation (the default for the tile of 1024, that of every sort of up to 1024 elements), on
-/// devices with subgroup shuffles in compute shaders. On the H100 (a measurement build, three
-/// processes of each alternating; docs/PERFORMANCE.md) 2^10 u32 keys took 6.7 us instead of 8.3,
-/// pairs 9.1 instead of 9.9, 1000 keys 6.7 to 6.8 instead of 9.0; 8-byte keys lost (u64 keys
-/// 14.6 us in a check run against 11.1), and 8 elements per invocation lost too (2^10 keys 8.4
-/// us, pairs 11.2).
+/// devices with subgroup shuffles in compute shaders. On the H100 (two processes of each build
+/// alternating, twice; docs/PERFORMANCE.md) 2^10 u32 keys took 6.7 to 6.9 us instead of 8.2 to
+/// 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0, 1000 keys 6.7 to 6.9 instead of 8.9 to 9.0;
+/// 8-byte keys lost (u64 keys 14.6 us in a check run against 11.1), and 8 elements per invocation
+/// lost too (2^10 keys 8.4 us, pairs 11.2).
 pub fn small_tile_sort(limits: &DeviceLimits, width: KeyWidth, tile: u32, local_wg: u32) -> bool {
     limits.subgroup_shuffle && width == KeyWidth::Bits32 && tile <= SMALL_MAX_TILE && tile == SMALL_SLOTS * local_wg
 }
