@@ -83,10 +83,13 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
 const PERSISTENT_KERNELS: &[&str] = &["tile_sort", "segment_merge"];
 
 /// The kernels that are also built with `SMALL` (a tile of four elements per invocation in
-/// registers, with subgroup shuffles), every build of them picked by the generated
-/// `spirv_small()`: a module of its own, since its shuffle capability would keep a device without
-/// subgroup shuffles from making a pipeline of the plain build.
+/// registers, with subgroup shuffles), every 4-byte-key build of them picked by the generated
+/// `spirv_small()` (8-byte keys never take it: `pipelines::small_tile_sort`): a module of its own,
+/// since its shuffle capability would keep a device without subgroup shuffles from making a
+/// pipeline of the plain build.
 const SMALL_KERNELS: &[&str] = &["tile_sort"];
+/// The key width of the SMALL builds (a `width` of `WIDTHS`).
+const SMALL_WIDTH: &str = "Bits32";
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -148,7 +151,7 @@ fn main() {
                         })
                     };
                     let looping = extra(PERSISTENT_KERNELS, "PERSISTENT");
-                    let small = extra(SMALL_KERNELS, "SMALL");
+                    let small = if *width == SMALL_WIDTH { extra(SMALL_KERNELS, "SMALL") } else { None };
                     modules.push(Module { source, text, stem, macros: macros.clone(), kernel: Some(build) });
                     modules.extend(looping);
                     modules.extend(small);
@@ -217,7 +220,8 @@ fn main() {
     writeln!(
         generated,
         "/// The SPIR-V of a kernel's build that holds a tile in registers and shuffles it between the invocations of a\n\
-         /// subgroup, for a payload, key width and variant; None for a kernel without one (only {SMALL_KERNELS:?} have one).\n\
+         /// subgroup, for a payload, key width and variant; None for a kernel without one (only the {SMALL_WIDTH} builds of\n\
+         /// {SMALL_KERNELS:?} have one).\n\
          pub fn spirv_small(kind: PassKind, payload: Payload, width: KeyWidth, variant: Variant) -> Option<&'static [u32]> {{\n    \
          match (kind, payload, width, variant) {{\n{small_arms}        _ => None,\n    }}\n}}"
     )
