@@ -219,6 +219,36 @@ fn sorts_of_one_small_tile_take_the_subgroup_tile_sort_here() {
 }
 
 #[test]
+fn pairs_of_one_small_tile_stay_together_through_many_ties() {
+    // Sorts of one SMALL tile (stages 1..log2 of the size rounded up: partners in registers, in
+    // other lanes of a subgroup, and from strides of 128 on the H100 or 32 on lavapipe in shared
+    // memory) on both sides of the powers of two, with inputs where most keys have equals (u32 keys
+    // of -1 are u32::MAX, the image of the padding) and with few ties: pairs, whose values must
+    // follow their keys through every tie.
+    let mut rng = rng("small ties");
+    let mut sorter = sorter();
+    let sizes = [2usize, 3, 4, 5, 8, 9, 31, 100, 127, 128, 129, 255, 256, 257, 383, 513, 777, 1023, 1024];
+    for n in sizes {
+        let random: Vec<i64> = (0..n).map(|_| rng.random_range(-500_000..500_000)).collect();
+        let inputs: [(&str, Vec<i64>); 4] = [
+            ("all equal", vec![5; n]),
+            ("three keys", random.iter().map(|r| r.rem_euclid(3) - 1).collect()),
+            ("zero-one", random.iter().map(|r| r & 1).collect()),
+            ("random", random.clone()),
+        ];
+        for (name, input) in &inputs {
+            for kind in [KeyKind::U32, KeyKind::F32] {
+                let input: Vec<u64> = input.iter().map(|&x| num(kind, x) & 0xFFFF_FFFF).collect();
+                for order in ORDERS {
+                    check(&mut sorter, kind, order, true, &input, name);
+                }
+            }
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
 fn sorts_awkward_sizes_for_every_key_type_order_and_payload() {
     let mut rng = rng("awkward sizes");
     let mut sorter = sorter();
