@@ -15,9 +15,9 @@
 // module took four times as long to compile.
 //
 // The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
-// at most 1024 elements on a quarter as many invocations, by default the tile of every sort of up
-// to 1024, on devices with subgroup shuffles: pipelines::small_tile_sort) keeps the tile in
-// registers: see small_sort.
+// at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^14, on a quarter as many
+// invocations, by default the tiles of every sort of up to 2^14, on devices with subgroup
+// shuffles: pipelines::small_tile_sort) keeps the tile in registers: see small_sort.
 #ifdef SMALL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -125,7 +125,8 @@ void sort_tile(bool sorted) {
 // index bits below SMALL_BITS in registers, the next log2(subgroup size) bits between the
 // invocations of a subgroup with subgroupShuffleXor, the bits above through shared memory. A tile
 // of 1024 on the H100 (32 invocations a subgroup): 55 substages, 6 of them through shared memory
-// with two barriers each, where the plain build runs 17 chunks with a barrier after each. There
+// with two barriers each, where the plain build runs 17 chunks with a barrier after each; a tile
+// of 2048, 66 substages, 10 through shared memory. There
 // 2^10 u32 keys took 6.7 to 6.9 us instead of 8.2 to 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0
 // (docs/PERFORMANCE.md); with one element per invocation (1024) the shuffles' instructions cost
 // more than the chunks (9.1 us).

@@ -52,7 +52,7 @@ fn prev_power_of_two(x: u32) -> u32 {
 /// 4.69 ms, and 2^10 keys (a tile of 1024) 12.9 -> 15.5 us; 2^16 keys (tiles of 2048) even.
 /// 32 slots took the keys' tile sort to 101 registers (67 with 16). `requested` (validated by
 /// [`geometry_for`]) replaces the default; the sorter and the recorder ask for 3 in sorts of up
-/// to 2^13 elements.
+/// to 2^14 elements.
 pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry, requested: Option<u32>) -> u32 {
     if let Some(chunk) = requested {
         return chunk;
@@ -207,23 +207,39 @@ impl Drop for Layouts {
     }
 }
 
-/// The largest tile the tile sort's SMALL build takes ([`small_tile_sort`]).
-pub const SMALL_MAX_TILE: u32 = 1024;
+/// The largest tile the tile sort's SMALL build takes ([`small_tile_sort`]): tiles of up to 1024
+/// always, of 2048 in the kernels of small sorts.
+pub const SMALL_MAX_TILE: u32 = 2048;
 /// Elements per invocation of the tile sort's SMALL build (`SMALL_SLOTS` in glsl/tile_sort.comp).
 pub const SMALL_SLOTS: u32 = 4;
+/// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
+/// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^14 elements).
+pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
 /// invocation holds SMALL_SLOTS elements of the tile in registers, and the substages whose
 /// partners lie in another invocation of its subgroup run with subgroup shuffles. For 4-byte keys
-/// (with or without values) in tiles of at most [`SMALL_MAX_TILE`] with SMALL_SLOTS elements per
-/// invocation (the default for the tile of 1024, that of every sort of up to 1024 elements), on
-/// devices with subgroup shuffles in compute shaders. On the H100 (two processes of each build
-/// alternating, twice; docs/PERFORMANCE.md) 2^10 u32 keys took 6.7 to 6.9 us instead of 8.2 to
-/// 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0, 1000 keys 6.7 to 6.9 instead of 8.9 to 9.0;
-/// 8-byte keys lost (u64 keys 14.6 us in a check run against 11.1), and 8 elements per invocation
-/// lost too (2^10 keys 8.4 us, pairs 11.2).
-pub fn small_tile_sort(limits: &DeviceLimits, width: KeyWidth, tile: u32, local_wg: u32) -> bool {
-    limits.subgroup_shuffle && width == KeyWidth::Bits32 && tile <= SMALL_MAX_TILE && tile == SMALL_SLOTS * local_wg
+/// (with or without values) with SMALL_SLOTS elements per invocation, on devices with subgroup
+/// shuffles in compute shaders, in tiles of at most 1024 (the default for the tile of 1024, that
+/// of every sort of up to 1024 elements) and in tiles of 2048 where the local chunks (`chunk`) run
+/// at most [`SMALL_WIDE_MAX_CHUNK`] substages (by default, the tiles of sorts of 1025 to 2^14
+/// elements; a `local_chunk` of 3 or less asked for at any size takes it too).
+///
+/// On the H100 (two processes of each build alternating, twice; docs/PERFORMANCE.md) 2^10 u32
+/// keys took 6.7 to 6.9 us instead of 8.2 to 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0, 1000
+/// keys 6.7 to 6.9 instead of 8.9 to 9.0; 8-byte keys lost (u64 keys 14.6 us in a check run
+/// against 11.1), and 8 elements per invocation lost too (2^10 keys 8.4 us, pairs 11.2). In tiles
+/// of 2048 (`docs/figures/h100-ab-small-tile-sort-2048.txt`, two processes of each build
+/// alternating) it took u32 keys at 2^11 from 10.5 / 10.7 to 9.3 / 9.3 us, 1500 keys from 10.7 /
+/// 10.6 to 9.0 / 8.9, 2^12 17.4 / 17.3 -> 16.3 / 16.0, 2^13 23.1 / 23.3 -> 21.8 / 22.1, and with
+/// the small sorts' chunks of 3 carried up to 2^14, 2^14 28.0 / 27.9 -> 26.5 / 26.3; pairs gained
+/// at 1500 (14.2 / 14.4 -> 12.9 / 12.9 us), 12000 and 2^14 (34.7 / 34.8 -> 33.3 / 33.5) and read
+/// within 1 % elsewhere. In the tiles of 2048 of larger sorts it did not pay (a build that took it
+/// there: 2^16 keys 38.7 / 38.8 -> 39.3 / 38.9 us, pairs 45.3 / 46.0 -> 47.1 / 47.6; 2^18 pairs
+/// 66.8 / 67.7 -> 69.9 / 69.7).
+pub fn small_tile_sort(limits: &DeviceLimits, width: KeyWidth, tile: u32, local_wg: u32, chunk: u32) -> bool {
+    let size = tile <= 1024 || (tile <= SMALL_MAX_TILE && chunk <= SMALL_WIDE_MAX_CHUNK);
+    limits.subgroup_shuffle && width == KeyWidth::Bits32 && size && tile == SMALL_SLOTS * local_wg
 }
 
 /// The compute pipelines of one payload: the two local kernels, and global_merge once per number
@@ -284,7 +300,7 @@ impl Kernels {
         // (local_merge only: windows of 2^WINDOW tiles).
         let local = [local_wg, geometry.tile(), chunk, 0];
         let tile_sort = match spirv_small(PassKind::TileSort, payload, width, variant) {
-            Some(small) if small_tile_sort(limits, width, geometry.tile(), local_wg) => small,
+            Some(small) if small_tile_sort(limits, width, geometry.tile(), local_wg, chunk) => small,
             _ => spirv(PassKind::TileSort, payload, width, variant),
         };
         kernels.tile_sort = create_pipeline(device, layout, cache, tile_sort, &local)?;

@@ -12,9 +12,10 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use bitonic_vk::pipelines::{geometry_for, small_tile_sort, KernelOptions};
+use bitonic_vk::pipelines::{geometry_for, local_chunk, small_tile_sort, KernelOptions};
 use bitonic_vk::plan::Segment;
 use bitonic_vk::shaders::Payload;
+use bitonic_vk::sorter::chunk_for;
 use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -194,40 +195,57 @@ fn tiles(sorter: &mut Sorter) -> (u32, u32) {
 }
 
 #[test]
-fn sorts_of_one_small_tile_take_the_subgroup_tile_sort_here() {
-    // The sorts of up to 1024 4-byte keys in this suite (awkward sizes, distributions, extreme
+fn small_sorts_take_the_subgroup_tile_sort_here() {
+    // The sorts of up to 2^14 4-byte keys in this suite (awkward sizes, distributions, extreme
     // keys with values) run the tile sort's SMALL build, registers and subgroup shuffles, where the
-    // device has shuffles in compute shaders, as lavapipe and the H100 do; the tiles of 16 of the
+    // device has shuffles in compute shaders, as lavapipe and the H100 do: in one tile of up to
+    // 1024, or in tiles of 2048 with the small sorts' chunks of 3. The tiles of 16 of the
     // split-dispatch and extreme-key tests (four invocations, fewer than a subgroup) take its
-    // shared-memory path. This test keeps that coverage from going away unnoticed.
+    // shared-memory path. This test keeps that coverage from going away unnoticed, and checks that
+    // larger sorts in tiles of 2048 keep the plain build.
     let limits = context().device_info().limits;
     assert!(limits.subgroup_shuffle, "the test device has no subgroup shuffles in compute shaders");
     let mut sorter = sorter();
     for pairs in [false, true] {
-        let tile =
-            sorter.plan(1000, pairs, KeyKind::U32, Order::Ascending).expect("a plan for 1000 keys").geometry.tile();
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
-        let options = KernelOptions { max_tile: Some(tile), ..KernelOptions::default() };
-        let (geometry, local_wg) = geometry_for(&limits, payload, KeyWidth::Bits32, options).expect("a geometry");
-        assert_eq!(geometry.tile(), tile);
-        assert!(
-            small_tile_sort(&limits, KeyWidth::Bits32, tile, local_wg),
-            "pairs {pairs}: a tile of {tile} on {local_wg} invocations does not take the SMALL tile sort"
-        );
-        assert!(!small_tile_sort(&limits, KeyWidth::Bits64, tile, local_wg), "8-byte keys keep the plain tile sort");
+        for (n, small) in [(1000usize, true), (1025, true), (3000, true), (1 << 14, true), ((1 << 14) + 1, false)] {
+            let tile = sorter.plan(n, pairs, KeyKind::U32, Order::Ascending).expect("a plan").geometry.tile();
+            let options = KernelOptions { max_tile: Some(tile), ..KernelOptions::default() };
+            let (geometry, local_wg) = geometry_for(&limits, payload, KeyWidth::Bits32, options).expect("a geometry");
+            assert_eq!(geometry.tile(), tile);
+            let chunk = chunk_for(n, None).unwrap_or_else(|| local_chunk(payload, KeyWidth::Bits32, &geometry, None));
+            let what = format!("pairs {pairs}, n {n}: a tile of {tile} on {local_wg} invocations, chunks of {chunk}");
+            if small {
+                assert!(tile <= 2048, "{what}: the small sorts' tiles grew");
+                assert!(
+                    small_tile_sort(&limits, KeyWidth::Bits32, tile, local_wg, chunk),
+                    "{what}: not the SMALL build"
+                );
+            } else if tile == 2048 {
+                assert!(!small_tile_sort(&limits, KeyWidth::Bits32, tile, local_wg, chunk), "{what}: the SMALL build");
+            }
+            assert!(
+                !small_tile_sort(&limits, KeyWidth::Bits64, tile, local_wg, chunk),
+                "{what}: 8-byte keys keep the plain tile sort"
+            );
+        }
     }
 }
 
 #[test]
-fn pairs_of_one_small_tile_stay_together_through_many_ties() {
+fn pairs_of_small_tiles_stay_together_through_many_ties() {
     // Sorts of one SMALL tile (stages 1..log2 of the size rounded up: partners in registers, in
     // other lanes of a subgroup, and from strides of 128 on the H100 or 32 on lavapipe in shared
-    // memory) on both sides of the powers of two, with inputs where most keys have equals (u32 keys
-    // of -1 are u32::MAX, the image of the padding) and with few ties: pairs, whose values must
-    // follow their keys through every tie.
+    // memory) on both sides of the powers of two, and of several SMALL tiles of 2048 with the
+    // merges after them, whole and partial, with inputs where most keys have equals (u32 keys of
+    // -1 are u32::MAX, the image of the padding) and with few ties: pairs, whose values must follow
+    // their keys through every tie.
     let mut rng = rng("small ties");
     let mut sorter = sorter();
-    let sizes = [2usize, 3, 4, 5, 8, 9, 31, 100, 127, 128, 129, 255, 256, 257, 383, 513, 777, 1023, 1024];
+    let sizes = [
+        2usize, 3, 4, 5, 8, 9, 31, 100, 127, 128, 129, 255, 256, 257, 383, 513, 777, 1023, 1024, 1025, 1500, 2048,
+        2049, 6000, 16383,
+    ];
     for n in sizes {
         let random: Vec<i64> = (0..n).map(|_| rng.random_range(-500_000..500_000)).collect();
         let inputs: [(&str, Vec<i64>); 4] = [
