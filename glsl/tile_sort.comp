@@ -15,8 +15,8 @@
 // module took four times as long to compile.
 //
 // The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
-// at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^14, on a quarter as many
-// invocations, by default the tiles of every sort of up to 2^14, on devices with subgroup
+// at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^15, on a quarter as many
+// invocations, by default the tiles of every sort of up to 2^15, on devices with subgroup
 // shuffles: pipelines::small_tile_sort) keeps the tile in registers: see small_sort.
 #ifdef SMALL
 #extension GL_KHR_shader_subgroup_basic : require

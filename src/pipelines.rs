@@ -52,7 +52,7 @@ fn prev_power_of_two(x: u32) -> u32 {
 /// 4.69 ms, and 2^10 keys (a tile of 1024) 12.9 -> 15.5 us; 2^16 keys (tiles of 2048) even.
 /// 32 slots took the keys' tile sort to 101 registers (67 with 16). `requested` (validated by
 /// [`geometry_for`]) replaces the default; the sorter and the recorder ask for 3 in sorts of up
-/// to 2^14 elements.
+/// to 2^15 elements.
 pub fn local_chunk(payload: Payload, width: KeyWidth, geometry: &Geometry, requested: Option<u32>) -> u32 {
     if let Some(chunk) = requested {
         return chunk;
@@ -213,7 +213,7 @@ pub const SMALL_MAX_TILE: u32 = 2048;
 /// Elements per invocation of the tile sort's SMALL build (`SMALL_SLOTS` in glsl/tile_sort.comp).
 pub const SMALL_SLOTS: u32 = 4;
 /// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
-/// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^14 elements).
+/// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^15 elements).
 pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
@@ -222,7 +222,7 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 /// (with or without values) with SMALL_SLOTS elements per invocation, on devices with subgroup
 /// shuffles in compute shaders, in tiles of at most 1024 (the default for the tile of 1024, that
 /// of every sort of up to 1024 elements) and in tiles of 2048 where the local chunks (`chunk`) run
-/// at most [`SMALL_WIDE_MAX_CHUNK`] substages (by default, the tiles of sorts of 1025 to 2^14
+/// at most [`SMALL_WIDE_MAX_CHUNK`] substages (by default, the tiles of sorts of 1025 to 2^15
 /// elements; a `local_chunk` of 3 or less asked for at any size takes it too).
 ///
 /// On the H100 (two processes of each build alternating, twice; docs/PERFORMANCE.md) 2^10 u32
@@ -236,7 +236,9 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 /// at 1500 (14.2 / 14.4 -> 12.9 / 12.9 us), 12000 and 2^14 (34.7 / 34.8 -> 33.3 / 33.5) and read
 /// within 1 % elsewhere. In the tiles of 2048 of larger sorts it did not pay (a build that took it
 /// there: 2^16 keys 38.7 / 38.8 -> 39.3 / 38.9 us, pairs 45.3 / 46.0 -> 47.1 / 47.6; 2^18 pairs
-/// 66.8 / 67.7 -> 69.9 / 69.7).
+/// 66.8 / 67.7 -> 69.9 / 69.7). With chunks of 3 up to 2^15 (`h100-chunk-3-small-to-2e15.txt`)
+/// it took 20000 keys from 38.4 / 39.0 to 35.6 / 36.0 us and 2^15 keys from 37.5 / 37.8 to 35.5 /
+/// 35.9; at 40000 and 2^16 chunks of 3 with it lost (2^16 pairs 45.0 / 45.8 -> 48.4 / 48.4 us).
 pub fn small_tile_sort(limits: &DeviceLimits, width: KeyWidth, tile: u32, local_wg: u32, chunk: u32) -> bool {
     let size = tile <= 1024 || (tile <= SMALL_MAX_TILE && chunk <= SMALL_WIDE_MAX_CHUNK);
     limits.subgroup_shuffle && width == KeyWidth::Bits32 && size && tile == SMALL_SLOTS * local_wg

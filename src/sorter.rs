@@ -29,7 +29,7 @@ pub struct SorterDesc {
     /// Caps the substages fused in registers per global pass (1..=6; by default 6 for 4-byte keys
     /// alone, which take 6 only in sorts of at least `plan::FUSED6_MIN_TILES` tiles, else 5) and per
     /// shared-memory chunk of the local kernels (whatever the cap, at most 5 for 4-byte keys alone
-    /// in tiles of 8192 or more, 3 in sorts of up to 2^14 elements, else 4). 1 runs one substage
+    /// in tiles of 8192 or more, 3 in sorts of up to 2^15 elements, else 4). 1 runs one substage
     /// per global pass, as NVIDIA's CUDA sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
@@ -133,15 +133,20 @@ const SMALL_SORT_TILE: u32 = 1024;
 /// 16.3 -> 13.6 us; 2^11 keys 13.5 -> 13.0 us, pairs 18.1 -> 16.6 us; 2^13 keys 27.7 -> 27.0 us,
 /// pairs 33.5 -> 32.5 us; 2^14 and 2^15 even; but 2^16 (32 tiles of 2048) 45.7 -> 47.8 us.
 /// The kernels of these sorts also take the tile sort's SMALL build in tiles of 2048
-/// ([`crate::pipelines::small_tile_sort`]), which is what carried the limit from 2^13 to 2^14.
+/// ([`crate::pipelines::small_tile_sort`]), which is what carried the limit from 2^13 to 2^15.
 const SMALL_SORT_CHUNK: u32 = 3;
-/// The largest sort that takes [`SMALL_SORT_CHUNK`]: 2^14, eight tiles of 2048. With the SMALL
+/// The largest sort that takes [`SMALL_SORT_CHUNK`]: 2^15, sixteen tiles of 2048. With the SMALL
 /// tile sort of 2048, on the H100 (`docs/figures/h100-ab-small-tile-sort-2048.txt`), 2^14 u32
 /// keys took 26.5 / 26.3 us against 28.0 / 27.9 with chunks of 4 and the plain tile sort, pairs
 /// 33.3 / 33.5 against 34.7 / 34.8, and 12000 keys 26.2 / 26.3 against 27.9 / 27.4; the SMALL
 /// tile sort with chunks of 4 there tied with the plain one (2^14 keys 27.8 / 27.2 us against
-/// 27.8 / 27.4 in an earlier call).
-const SMALL_CHUNK_SORT: usize = 1 << 14;
+/// 27.8 / 27.4 in an earlier call). Chunks of 3 with the SMALL tile sort against chunks of 4
+/// (`docs/figures/h100-chunk-3-small-to-2e15.txt`, `bench --local-chunk 3` against the default,
+/// two processes each): 20000 keys 38.4 / 39.0 -> 35.6 / 36.0 us, pairs 48.1 / 48.5 -> 44.1 / 44.4
+/// us; 2^15 keys 37.5 / 37.8 -> 35.5 / 35.9 us, pairs 45.2 / 45.5 -> 44.0 / 44.1 us; but 40000
+/// keys 37.9 / 37.9 -> 39.3 / 40.0 us, pairs 44.8 / 45.2 -> 48.7 / 48.6 us, and 2^16 keys 38.1 /
+/// 38.6 -> 40.1 / 39.9 us, pairs 45.0 / 45.8 -> 48.4 / 48.4 us.
+const SMALL_CHUNK_SORT: usize = 1 << 15;
 
 /// What one sort did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -1267,7 +1272,7 @@ pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize, width: KeyW
 
 /// The local chunk of a sort of n elements, where it is not the default of
 /// [`crate::pipelines::local_chunk`]: 3 substages (never more than `max_fused`) for sorts of up
-/// to 2^14 elements, the small sorts, whose kernels also take the SMALL tile sort in tiles of 2048
+/// to 2^15 elements, the small sorts, whose kernels also take the SMALL tile sort in tiles of 2048
 /// ([`crate::pipelines::small_tile_sort`]). The standalone sorter and the recorder both take it.
 pub fn chunk_for(n: usize, max_fused: Option<u32>) -> Option<u32> {
     (n <= SMALL_CHUNK_SORT).then(|| SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK)))

@@ -196,7 +196,7 @@ fn tiles(sorter: &mut Sorter) -> (u32, u32) {
 
 #[test]
 fn small_sorts_take_the_subgroup_tile_sort_here() {
-    // The sorts of up to 2^14 4-byte keys in this suite (awkward sizes, distributions, extreme
+    // The sorts of up to 2^15 4-byte keys in this suite (awkward sizes, distributions, extreme
     // keys with values) run the tile sort's SMALL build, registers and subgroup shuffles, where the
     // device has shuffles in compute shaders, as lavapipe and the H100 do: in one tile of up to
     // 1024, or in tiles of 2048 with the small sorts' chunks of 3. The tiles of 16 of the
@@ -208,7 +208,9 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
     let mut sorter = sorter();
     for pairs in [false, true] {
         let payload = if pairs { Payload::Pairs } else { Payload::Keys };
-        for (n, small) in [(1000usize, true), (1025, true), (3000, true), (1 << 14, true), ((1 << 14) + 1, false)] {
+        let sizes =
+            [(1000usize, true), (1025, true), (3000, true), (1 << 14, true), (1 << 15, true), ((1 << 15) + 1, false)];
+        for (n, small) in sizes {
             let tile = sorter.plan(n, pairs, KeyKind::U32, Order::Ascending).expect("a plan").geometry.tile();
             let options = KernelOptions { max_tile: Some(tile), ..KernelOptions::default() };
             let (geometry, local_wg) = geometry_for(&limits, payload, KeyWidth::Bits32, options).expect("a geometry");
@@ -244,7 +246,7 @@ fn pairs_of_small_tiles_stay_together_through_many_ties() {
     let mut sorter = sorter();
     let sizes = [
         2usize, 3, 4, 5, 8, 9, 31, 100, 127, 128, 129, 255, 256, 257, 383, 513, 777, 1023, 1024, 1025, 1500, 2048,
-        2049, 6000, 16383,
+        2049, 6000, 16383, 20000,
     ];
     for n in sizes {
         let random: Vec<i64> = (0..n).map(|_| rng.random_range(-500_000..500_000)).collect();
