@@ -1378,10 +1378,12 @@ mod tests {
     use super::{chunk_for, tile_for};
 
     #[test]
-    fn sorts_of_up_to_2e13_take_chunks_of_three_never_above_the_fusion_cap() {
+    fn sorts_of_up_to_2e15_take_chunks_of_three_never_above_the_fusion_cap() {
         assert_eq!(chunk_for(2, None), Some(3));
         assert_eq!(chunk_for(1 << 13, None), Some(3));
-        assert_eq!(chunk_for((1 << 13) + 1, None), None);
+        assert_eq!(chunk_for(20_000, None), Some(3));
+        assert_eq!(chunk_for(1 << 15, None), Some(3));
+        assert_eq!(chunk_for((1 << 15) + 1, None), None);
         assert_eq!(chunk_for(1 << 16, None), None);
         assert_eq!(chunk_for(1000, Some(2)), Some(2));
         assert_eq!(chunk_for(1000, Some(1)), Some(1));
