@@ -188,7 +188,15 @@ void small_shared(uint t, uint mask) {
     }
 }
 
+// The largest tile of this build, log2 (pipelines::SMALL_MAX_TILE).
+const uint SMALL_MAX_LOG = 11u;
+
 // Stages 1..pc.log_block of the tile at `base`, loaded from and stored to the buffers directly.
+// The loops over stages and substages are unrolled up to SMALL_MAX_LOG, leaving at
+// pc.log_block, so that every substage's masks, lanes and branches are literals: on the H100 that
+// took 2^10 u32 keys from 6.8 to 6.0 us, pairs from 9.2 to 8.7, 2^11 keys from 9.3 to 7.4
+// (docs/PERFORMANCE.md). Two shared tiles taken in turn, one barrier per shared-memory substage
+// instead of two, gave nothing there, with the loops unrolled or not.
 void small_sort(uint base) {
     bool map_in = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     bool map_out = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
@@ -214,7 +222,12 @@ void small_sort(uint base) {
         }
     }
     sort_slots(0u, SMALL_BITS, SMALL_BITS);
-    for (uint s = SMALL_BITS + 1u; s <= pc.log_block; s++) {
+    [[unroll]] for (uint s = SMALL_BITS + 1u; s <= SMALL_MAX_LOG; s++) {
+        // One branch past every stage beyond the tile's (one per stage instead cost sorts of up to
+        // 64 elements about 1 us on the H100).
+        if (s > pc.log_block) {
+            break;
+        }
         // The flip (element i against i ^ (2^s - 1)), then the half-cleaners 2^(s-2) .. 1.
         uint mirror = (1u << s) - 1u;
         if (s <= SMALL_BITS + lane_bits) {
@@ -222,7 +235,8 @@ void small_sort(uint base) {
         } else {
             small_shared(t, mirror);
         }
-        for (uint j = 1u << (s - 2u); j >= SMALL_SLOTS; j >>= 1u) {
+        [[unroll]] for (uint k = s - 2u; k >= SMALL_BITS; k--) {
+            uint j = 1u << k;
             if (j >= (SMALL_SLOTS << lane_bits)) {
                 small_shared(t, j);
             } else {

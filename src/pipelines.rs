@@ -239,6 +239,10 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 /// 66.8 / 67.7 -> 69.9 / 69.7). With chunks of 3 up to 2^15 (`h100-chunk-3-small-to-2e15.txt`)
 /// it took 20000 keys from 38.4 / 39.0 to 35.6 / 36.0 us and 2^15 keys from 37.5 / 37.8 to 35.5 /
 /// 35.9; at 40000 and 2^16 chunks of 3 with it lost (2^16 pairs 45.0 / 45.8 -> 48.4 / 48.4 us).
+///
+/// Its loops over stages and substages are unrolled (`small_sort`): on the H100 that took 2^10
+/// keys from 6.8 to 6.0 us, pairs from 9.2 to 8.7, 2^11 keys from 9.3 to 7.4 and 2^15 keys from
+/// 35.7 / 36.1 to 34.2 / 33.6 (`docs/figures/h100-ab-small-unroll-barriers.txt`).
 pub fn small_tile_sort(limits: &DeviceLimits, width: KeyWidth, tile: u32, local_wg: u32, chunk: u32) -> bool {
     let size = tile <= 1024 || (tile <= SMALL_MAX_TILE && chunk <= SMALL_WIDE_MAX_CHUNK);
     limits.subgroup_shuffle && width == KeyWidth::Bits32 && size && tile == SMALL_SLOTS * local_wg
