@@ -208,7 +208,8 @@ impl Drop for Layouts {
 }
 
 /// The largest tile the tile sort's SMALL build takes ([`small_tile_sort`]): tiles of up to 1024
-/// always, of 2048 in the kernels of small sorts.
+/// always, of 2048 in the kernels of small sorts. `small_sort` in glsl/tile_sort.comp unrolls its
+/// stages up to this tile (`SMALL_MAX_LOG`, its log2), so the two change together.
 pub const SMALL_MAX_TILE: u32 = 2048;
 /// Elements per invocation of the tile sort's SMALL build (`SMALL_SLOTS` in glsl/tile_sort.comp).
 pub const SMALL_SLOTS: u32 = 4;
