@@ -16,7 +16,7 @@
 //
 // The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
 // at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^15, on a quarter as many
-// invocations, by default the tiles of every sort of up to 2^15, on devices with subgroup
+// invocations for keys and half as many for pairs, by default the tiles of every sort of up to 2^15, on devices with subgroup
 // shuffles: pipelines::small_tile_sort) keeps the tile in registers: see small_sort.
 #ifdef SMALL
 #extension GL_KHR_shader_subgroup_basic : require
@@ -130,7 +130,19 @@ void sort_tile(bool sorted) {
 // 2^10 u32 keys took 6.7 to 6.9 us instead of 8.2 to 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0
 // (docs/PERFORMANCE.md); with one element per invocation (1024) the shuffles' instructions cost
 // more than the chunks (9.1 us).
+//
+// Keys take four elements per invocation, pairs two (pipelines::small_slots): a tile of 1024
+// pairs on 512 invocations, 10 of its substages in registers, 35 by shuffles and 10 through shared
+// memory, took 7.1 to 7.2 us on the H100 where four slots took 9.0 to 9.1 and eight 16.1 (the
+// values' shuffles and selects double the keys' work per substage; twice the subgroups,
+// presumably, hide more of each substage's latency). Carrying each element's 16-bit index
+// in place of its value, two to a word, and reading the values by index at the end lost too
+// (9.5 us with four slots: more instructions per substage for fewer shuffles).
+#ifdef PAIRS
+const uint SMALL_BITS = 1u;
+#else
 const uint SMALL_BITS = 2u;
+#endif
 const uint SMALL_SLOTS = 1u << SMALL_BITS;
 
 // Slot r against `o` (and `ov`), its partner's element: the smaller image to the lower index.

@@ -211,16 +211,35 @@ impl Drop for Layouts {
 /// always, of 2048 in the kernels of small sorts. `small_sort` in glsl/tile_sort.comp unrolls its
 /// stages up to this tile (`SMALL_MAX_LOG`, its log2), so the two change together.
 pub const SMALL_MAX_TILE: u32 = 2048;
-/// Elements per invocation of the tile sort's SMALL build (`SMALL_SLOTS` in glsl/tile_sort.comp).
+/// Elements per invocation of the tile sort's SMALL build for keys alone (`SMALL_SLOTS` in
+/// glsl/tile_sort.comp), and the share of the tile the local kernels' workgroup must be for the
+/// SMALL build to be taken ([`small_tile_sort`]).
 pub const SMALL_SLOTS: u32 = 4;
+/// Elements per invocation of the tile sort's SMALL build for pairs: their tile of 1024 runs on
+/// 512 invocations. On the H100 (two processes of each build alternating,
+/// `docs/figures/h100-ab-small-pairs-2-slots.txt`) that took 2^10 u32 pairs from 9.0 / 9.1 to
+/// 7.1 / 7.2 us, 1000 pairs from 8.9 / 9.0 to 7.2 / 7.2, 256 from 6.4 / 6.3 to 5.3 / 5.4, and tied
+/// in tiles of 2048 (2^11 11.6 / 11.7 -> 11.6 / 11.4 us). Four slots cost pairs twice the
+/// shuffles of keys; eight lost (2^10 pairs 16.1 us, `h100-ab-small-pairs-8-slots.txt`).
+pub const SMALL_PAIR_SLOTS: u32 = 2;
+
+/// Elements per invocation of the SMALL build of `payload` (its workgroup: the tile over this).
+pub fn small_slots(payload: Payload) -> u32 {
+    match payload {
+        Payload::Keys => SMALL_SLOTS,
+        Payload::Pairs => SMALL_PAIR_SLOTS,
+    }
+}
 /// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
 /// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^15 elements).
 pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
-/// invocation holds SMALL_SLOTS elements of the tile in registers, and the substages whose
-/// partners lie in another invocation of its subgroup run with subgroup shuffles. For 4-byte keys
-/// (with or without values) with SMALL_SLOTS elements per invocation, on devices with subgroup
+/// invocation holds [`small_slots`] elements of the tile in registers (four keys, or two pairs),
+/// and the substages whose partners lie in another invocation of its subgroup run with subgroup
+/// shuffles. For 4-byte keys (with or without values) where the local kernels take a quarter of
+/// the tile's invocations (`local_wg`, the default) and the SMALL build's own workgroup (the tile
+/// over its slots) fits the device's limits, on devices with subgroup
 /// shuffles in compute shaders, in tiles of at most 1024 (the default for the tile of 1024, that
 /// of every sort of up to 1024 elements) and in tiles of 2048 where the local chunks (`chunk`) run
 /// at most [`SMALL_WIDE_MAX_CHUNK`] substages (by default, the tiles of sorts of 1025 to 2^15
@@ -244,9 +263,20 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 /// Its loops over stages and substages are unrolled (`small_sort`): on the H100 that took 2^10
 /// keys from 6.8 to 6.0 us, pairs from 9.2 to 8.7, 2^11 keys from 9.3 to 7.4 and 2^15 keys from
 /// 35.7 / 36.1 to 34.2 / 33.6 (`docs/figures/h100-ab-small-unroll-barriers.txt`).
-pub fn small_tile_sort(limits: &DeviceLimits, width: KeyWidth, tile: u32, local_wg: u32, chunk: u32) -> bool {
+pub fn small_tile_sort(
+    limits: &DeviceLimits,
+    payload: Payload,
+    width: KeyWidth,
+    tile: u32,
+    local_wg: u32,
+    chunk: u32,
+) -> bool {
     let size = tile <= 1024 || (tile <= SMALL_MAX_TILE && chunk <= SMALL_WIDE_MAX_CHUNK);
-    limits.subgroup_shuffle && width == KeyWidth::Bits32 && size && tile == SMALL_SLOTS * local_wg
+    let invocations = tile / small_slots(payload);
+    let fits = invocations >= 1
+        && invocations <= limits.max_compute_work_group_invocations
+        && invocations <= limits.max_compute_work_group_size_x;
+    limits.subgroup_shuffle && width == KeyWidth::Bits32 && size && tile == SMALL_SLOTS * local_wg && fits
 }
 
 /// The compute pipelines of one payload: the two local kernels, and global_merge once per number
@@ -306,11 +336,14 @@ impl Kernels {
         // per chunk in the local kernels, exactly per pass in global_merge), 3 = WINDOW
         // (local_merge only: windows of 2^WINDOW tiles).
         let local = [local_wg, geometry.tile(), chunk, 0];
-        let tile_sort = match spirv_small(PassKind::TileSort, payload, width, variant) {
-            Some(small) if small_tile_sort(limits, width, geometry.tile(), local_wg, chunk) => small,
-            _ => spirv(PassKind::TileSort, payload, width, variant),
+        // The SMALL build runs the tile on its own number of invocations (small_slots).
+        let (tile_sort, tile_sort_local) = match spirv_small(PassKind::TileSort, payload, width, variant) {
+            Some(small) if small_tile_sort(limits, payload, width, geometry.tile(), local_wg, chunk) => {
+                (small, [geometry.tile() / small_slots(payload), geometry.tile(), chunk, 0])
+            }
+            _ => (spirv(PassKind::TileSort, payload, width, variant), local),
         };
-        kernels.tile_sort = create_pipeline(device, layout, cache, tile_sort, &local)?;
+        kernels.tile_sort = create_pipeline(device, layout, cache, tile_sort, &tile_sort_local)?;
         let merge = spirv(PassKind::LocalMerge, payload, width, variant);
         kernels.local_merge = create_pipeline(device, layout, cache, merge, &local)?;
         for w in 1..=2 {
