@@ -16,8 +16,9 @@
 //
 // The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
 // at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^15, on a quarter as many
-// invocations for keys and half as many for pairs, by default the tiles of every sort of up to 2^15, on devices with subgroup
-// shuffles: pipelines::small_tile_sort) keeps the tile in registers: see small_sort.
+// invocations for keys and half as many for pairs, by default the tiles of every sort of up to
+// 2^15, on devices with subgroup shuffles: pipelines::small_tile_sort) keeps the tile in
+// registers: see small_sort.
 #ifdef SMALL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require

@@ -230,6 +230,12 @@ pub fn small_slots(payload: Payload) -> u32 {
         Payload::Pairs => SMALL_PAIR_SLOTS,
     }
 }
+
+/// Invocations per workgroup of the SMALL build of `payload` on a tile of `tile` elements.
+fn small_workgroup(payload: Payload, tile: u32) -> u32 {
+    tile / small_slots(payload)
+}
+
 /// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
 /// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^15 elements).
 pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
@@ -272,7 +278,8 @@ pub fn small_tile_sort(
     chunk: u32,
 ) -> bool {
     let size = tile <= 1024 || (tile <= SMALL_MAX_TILE && chunk <= SMALL_WIDE_MAX_CHUNK);
-    let invocations = tile / small_slots(payload);
+    // A tile smaller than its slots would make an empty workgroup.
+    let invocations = small_workgroup(payload, tile);
     let fits = invocations >= 1
         && invocations <= limits.max_compute_work_group_invocations
         && invocations <= limits.max_compute_work_group_size_x;
@@ -336,10 +343,10 @@ impl Kernels {
         // per chunk in the local kernels, exactly per pass in global_merge), 3 = WINDOW
         // (local_merge only: windows of 2^WINDOW tiles).
         let local = [local_wg, geometry.tile(), chunk, 0];
-        // The SMALL build runs the tile on its own number of invocations (small_slots).
+        // The SMALL build runs the tile on its own number of invocations.
         let (tile_sort, tile_sort_local) = match spirv_small(PassKind::TileSort, payload, width, variant) {
             Some(small) if small_tile_sort(limits, payload, width, geometry.tile(), local_wg, chunk) => {
-                (small, [geometry.tile() / small_slots(payload), geometry.tile(), chunk, 0])
+                (small, [small_workgroup(payload, geometry.tile()), geometry.tile(), chunk, 0])
             }
             _ => (spirv(PassKind::TileSort, payload, width, variant), local),
         };

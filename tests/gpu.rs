@@ -201,8 +201,9 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
     // device has shuffles in compute shaders, as lavapipe and the H100 do: in one tile of up to
     // 1024, or in tiles of 2048 with the small sorts' chunks of 3. The tiles of 16 of the
     // split-dispatch and extreme-key tests (four invocations for keys, eight for pairs: fewer than
-    // a subgroup on the H100, and for keys on lavapipe) take its shared-memory path. This test keeps that coverage from going away unnoticed, and checks that
-    // larger sorts in tiles of 2048 keep the plain build.
+    // a subgroup on the H100, and for keys on lavapipe) take its shared-memory path. This test
+    // keeps that coverage from going away unnoticed, and checks that larger sorts in tiles of 2048
+    // keep the plain build.
     let limits = context().device_info().limits;
     assert!(limits.subgroup_shuffle, "the test device has no subgroup shuffles in compute shaders");
     let mut sorter = sorter();
@@ -224,7 +225,10 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
                     "{what}: not the SMALL build"
                 );
             } else if tile == 2048 {
-                assert!(!small_tile_sort(&limits, payload, KeyWidth::Bits32, tile, local_wg, chunk), "{what}: the SMALL build");
+                assert!(
+                    !small_tile_sort(&limits, payload, KeyWidth::Bits32, tile, local_wg, chunk),
+                    "{what}: the SMALL build"
+                );
             }
             assert!(
                 !small_tile_sort(&limits, payload, KeyWidth::Bits64, tile, local_wg, chunk),
@@ -238,8 +242,8 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
 fn pairs_of_small_tiles_stay_together_through_many_ties() {
     // Sorts of one SMALL tile (stages 1..log2 of the size rounded up: partners in registers, in
     // other lanes of a subgroup, and from strides of 64 on the H100 or 16 on lavapipe in shared
-    // memory, pairs taking two elements per invocation) on both sides of the powers of two, and of several SMALL tiles of 2048 with the
-    // merges after them, whole and partial, with inputs where most keys have equals (u32 keys of
+    // memory, pairs taking two elements per invocation) on both sides of the powers of two, and of
+    // several SMALL tiles of 2048 with the merges after them, whole and partial, with inputs where most keys have equals (u32 keys of
     // -1 are u32::MAX, the image of the padding) and with few ties: pairs, whose values must follow
     // their keys through every tie.
     let mut rng = rng("small ties");
