@@ -4,6 +4,10 @@
 //! constants the sorter would use on that device.
 //!
 //!     cargo run --release --example kernel_stats -- [--local-wg N] [--max-fused F] [--max-tile T]
+//!         [--shaped-n N]
+//!
+//! With `--shaped-n`, the SHAPED segment_merge of every segment pass of a sort of N elements in
+//! the tiles of these options (`Plan::segmented`) is listed too, one row per shape.
 //!
 //! Registers decide occupancy: a workgroup of 1024 invocations at more than 32 registers each
 //! leaves room for one workgroup per streaming multiprocessor on the H100 (65536 registers), so a
@@ -14,10 +18,10 @@ use std::ffi::CStr;
 use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use bitonic_vk::context::DeviceLimits;
-use bitonic_vk::pipelines::{geometry_for, local_chunk, KernelOptions};
-use bitonic_vk::plan::PassKind;
+use bitonic_vk::pipelines::{geometry_for, local_chunk, shaped_constants, KernelOptions};
+use bitonic_vk::plan::{PassKind, Plan};
 use bitonic_vk::push::PushConstants;
-use bitonic_vk::shaders::{spirv, spirv_persistent, Payload, Variant};
+use bitonic_vk::shaders::{spirv, spirv_persistent, spirv_shaped, Payload, Variant};
 use bitonic_vk::ContextDesc;
 use bitonic_vk::KeyWidth;
 use clap::Parser;
@@ -36,6 +40,9 @@ struct Args {
     /// Substages per local chunk (1..=5; default: the sorter's).
     #[arg(long)]
     local_chunk: Option<u32>,
+    /// List the SHAPED segment_merge of each segment pass of a sort of this many elements.
+    #[arg(long)]
+    shaped_n: Option<u32>,
 }
 
 fn main() -> Result<()> {
@@ -51,13 +58,13 @@ fn main() -> Result<()> {
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
     // SAFETY: `app` outlives the call.
     let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }?;
-    let result = run(&instance, options);
+    let result = run(&instance, options, args.shaped_n);
     // SAFETY: every child object was destroyed by `run`.
     unsafe { instance.destroy_instance(None) };
     result
 }
 
-fn run(instance: &ash::Instance, options: KernelOptions) -> Result<()> {
+fn run(instance: &ash::Instance, options: KernelOptions, shaped_n: Option<u32>) -> Result<()> {
     // The device the sorter would choose, with its limits as the sorter reads them; enumeration
     // order is the same in this instance.
     let list = bitonic_vk::list_devices(&ContextDesc::default())?;
@@ -85,13 +92,19 @@ fn run(instance: &ash::Instance, options: KernelOptions) -> Result<()> {
         .push_next(&mut feature);
     // SAFETY: the extension was checked above; every pointer in `info` outlives the call.
     let device = unsafe { instance.create_device(physical, &info, None) }?;
-    let result = report(instance, &device, &limits, options);
+    let result = report(instance, &device, &limits, options, shaped_n);
     // SAFETY: `report` destroyed what it created; nothing runs on the device.
     unsafe { device.destroy_device(None) };
     result
 }
 
-fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits, options: KernelOptions) -> Result<()> {
+fn report(
+    instance: &ash::Instance,
+    device: &ash::Device,
+    limits: &DeviceLimits,
+    options: KernelOptions,
+    shaped_n: Option<u32>,
+) -> Result<()> {
     let stats = ash::khr::pipeline_executable_properties::Device::new(instance, device);
     let bindings = [0, 1, 2].map(|b| {
         vk::DescriptorSetLayoutBinding::default()
@@ -118,24 +131,38 @@ fn report(instance: &ash::Instance, device: &ash::Device, limits: &DeviceLimits,
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
             let chunk = local_chunk(payload, width, &geometry, options.local_chunk);
-            let local = [local_wg, geometry.tile(), chunk, 0];
+            let local = vec![local_wg, geometry.tile(), chunk, 0];
             let merge = spirv(PassKind::LocalMerge, payload, width, Variant::Lean);
             let mut kernels = vec![
-                (spirv(PassKind::TileSort, payload, width, Variant::Lean), local, "tile_sort".to_string()),
-                (merge, local, "local_merge".to_string()),
-                (merge, [local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
-                (merge, [local_wg, geometry.tile(), chunk, 2], "local_merge window 4".to_string()),
-                (spirv(PassKind::SegmentMerge, payload, width, Variant::Lean), local, "segment_merge".to_string()),
+                (spirv(PassKind::TileSort, payload, width, Variant::Lean), local.clone(), "tile_sort".to_string()),
+                (merge, local.clone(), "local_merge".to_string()),
+                (merge, vec![local_wg, geometry.tile(), chunk, 1], "local_merge window".to_string()),
+                (merge, vec![local_wg, geometry.tile(), chunk, 2], "local_merge window 4".to_string()),
+                (
+                    spirv(PassKind::SegmentMerge, payload, width, Variant::Lean),
+                    local.clone(),
+                    "segment_merge".to_string(),
+                ),
             ];
             for kind in [PassKind::TileSort, PassKind::SegmentMerge] {
                 if let Some(code) = spirv_persistent(kind, payload, width, Variant::Lean) {
-                    kernels.push((code, local, format!("{} persistent", kind.name())));
+                    kernels.push((code, local.clone(), format!("{} persistent", kind.name())));
+                }
+            }
+            let shaped = spirv_shaped(PassKind::SegmentMerge, payload, width, Variant::Lean);
+            if let (Some(n), Some(code)) = (shaped_n, shaped) {
+                for pass in Plan::segmented(n, geometry, 0)?.passes.iter().filter(|p| p.kind == PassKind::SegmentMerge)
+                {
+                    let (dir, log_block) = (pass.push.dir, pass.push.log_block);
+                    if let Some(constants) = shaped_constants([local_wg, geometry.tile(), chunk], dir, log_block) {
+                        kernels.push((code, constants, format!("segment shaped {dir} {log_block:#x}")));
+                    }
                 }
             }
             for m in 1..=geometry.fused {
                 kernels.push((
                     spirv(PassKind::GlobalMerge, payload, width, Variant::Lean),
-                    [geometry.global_wg, geometry.tile(), m, 0],
+                    vec![geometry.global_wg, geometry.tile(), m, 0],
                     format!("global_merge fused {m}"),
                 ));
             }
@@ -161,14 +188,16 @@ fn print_kernel(
     stats: &ash::khr::pipeline_executable_properties::Device,
     layout: vk::PipelineLayout,
     code: &[u32],
-    constants: &[u32; 4],
+    constants: &[u32],
     label: &str,
     width: KeyWidth,
     payload: Payload,
 ) -> Result<()> {
     // SAFETY: `code` is the crate's SPIR-V.
     let module = unsafe { device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(code), None) }?;
-    let entries = [0u32, 1, 2, 3].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let entries: Vec<vk::SpecializationMapEntry> = (0..constants.len() as u32)
+        .map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 })
+        .collect();
     let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(constants));
     let stage = vk::PipelineShaderStageCreateInfo::default()
         .stage(vk::ShaderStageFlags::COMPUTE)
@@ -188,7 +217,7 @@ fn print_kernel(
     let executables =
         unsafe { stats.get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(pipeline)) };
     let mut line = format!(
-        "{:>3}-byte {:<5} {:<22} wg {:>4} tile {:>5} fused {}:",
+        "{:>3}-byte {:<5} {:<30} wg {:>4} tile {:>5} fused {}:",
         width.bytes(),
         match payload {
             Payload::Keys => "keys",

@@ -16,26 +16,54 @@
 // loads its next coset into registers before it runs this one, as the persistent local merges
 // do (local_merge.comp; its element buffers are volatile for the same reason). The plain build
 // keeps one coset per workgroup with plain buffers.
+//
+// The SHAPED build (a module of its own, one pipeline per shape: Kernels::make_shaped in
+// src/pipelines.rs) takes the shape from specialization constants 4 (log_block) and 5 (dir)
+// instead of the push constants, and its chain of chunks, worked out on the host
+// (Segment::chunks in src/plan.rs), from constants 6 to 13, one chunk each: every stride, mask
+// and branch of the pass is then a literal once the driver specializes the module, as in the
+// SMALL tile sort. Only passes with one coset per workgroup take it.
 #ifdef PERSISTENT
 #define ELEMENT_QUALIFIER volatile
 #endif
 #include "local.glsl"
 
+#ifdef SHAPED
+layout(constant_id = 4) const uint SHAPE_LOG_BLOCK = 0u;
+layout(constant_id = 5) const uint SHAPE_DIR = 0u;
+// Chunk descriptors (SegmentChunk::encode): 0 none, else bits 0-1 the kind (1 half-cleaners,
+// 2 a flip and half-cleaners, 3 a cross chunk), bits 2-4 m (a cross chunk's a), bits 5-9 log2 of
+// the smallest stride (a cross chunk's k).
+layout(constant_id = 6) const uint SHAPE_CHUNK0 = 0u;
+layout(constant_id = 7) const uint SHAPE_CHUNK1 = 0u;
+layout(constant_id = 8) const uint SHAPE_CHUNK2 = 0u;
+layout(constant_id = 9) const uint SHAPE_CHUNK3 = 0u;
+layout(constant_id = 10) const uint SHAPE_CHUNK4 = 0u;
+layout(constant_id = 11) const uint SHAPE_CHUNK5 = 0u;
+layout(constant_id = 12) const uint SHAPE_CHUNK6 = 0u;
+layout(constant_id = 13) const uint SHAPE_CHUNK7 = 0u;
+#define SEGMENT_LOG_BLOCK SHAPE_LOG_BLOCK
+#define SEGMENT_DIR SHAPE_DIR
+#else
+#define SEGMENT_LOG_BLOCK pc.log_block
+#define SEGMENT_DIR pc.dir
+#endif
+
 uint segment_low() {
-    return pc.log_block & 31u;
+    return SEGMENT_LOG_BLOCK & 31u;
 }
 
 uint segment_high() {
-    return (pc.log_block >> SEGMENT_HIGH_SHIFT) & 31u;
+    return (SEGMENT_LOG_BLOCK >> SEGMENT_HIGH_SHIFT) & 31u;
 }
 
 // q: the element bit of the high run's smallest stride.
 uint segment_high_bit() {
-    return (pc.log_block >> SEGMENT_HIGH_BIT_SHIFT) & 31u;
+    return (SEGMENT_LOG_BLOCK >> SEGMENT_HIGH_BIT_SHIFT) & 31u;
 }
 
 uint segment_used() {
-    return segment_low() + segment_high() + pc.dir;
+    return segment_low() + segment_high() + SEGMENT_DIR;
 }
 
 // The element index of local element c of workgroup `group` (its first coset): the low run from
@@ -50,8 +78,8 @@ uint element_of(uint c, uint group) {
     uint coset = (c >> u) | (group << (uint(findMSB(TILE)) - u));
     uint gap = q - a;
     uint e = (c & ((1u << a) - 1u)) | (((c >> a) & ((1u << m) - 1u)) << q) |
-             ((coset & ((1u << gap) - 1u)) << a) | ((coset >> gap) << (q + m + pc.dir));
-    if (pc.dir != 0u && ((c >> (u - 1u)) & 1u) != 0u) {
+             ((coset & ((1u << gap) - 1u)) << a) | ((coset >> gap) << (q + m + SEGMENT_DIR));
+    if (SEGMENT_DIR != 0u && ((c >> (u - 1u)) & 1u) != 0u) {
         e ^= (1u << (q + m)) | (((1u << q) - 1u) ^ ((1u << a) - 1u));
     }
     return e;
@@ -343,24 +371,50 @@ void load_segment_ahead(uint lid_element) {
     }
 }
 
+#ifdef SHAPED
+// One chunk of the chain from its descriptor (a specialization constant).
+void shaped_chunk(uint d) {
+    uint kind = d & 3u;
+    uint m = (d >> 2u) & 7u;
+    uint p = (d >> 5u) & 31u;
+    if (kind == 1u) {
+        chunk_any(1u << p, m, false);
+    } else if (kind == 2u) {
+        chunk_any(1u << p, m, true);
+    } else if (kind == 3u) {
+        segment_cross(p, m);
+    }
+}
+
+void run_segment() {
+    shaped_chunk(SHAPE_CHUNK0);
+    shaped_chunk(SHAPE_CHUNK1);
+    shaped_chunk(SHAPE_CHUNK2);
+    shaped_chunk(SHAPE_CHUNK3);
+    shaped_chunk(SHAPE_CHUNK4);
+    shaped_chunk(SHAPE_CHUNK5);
+    shaped_chunk(SHAPE_CHUNK6);
+    shaped_chunk(SHAPE_CHUNK7);
+}
+#else
 // The substages of the segment on the coset in shared memory.
 void run_segment() {
     uint a = segment_low();
     uint m = segment_high();
     uint u = segment_used();
-    bool tail = (pc.log_block & SEGMENT_TAIL) != 0u;
+    bool tail = (SEGMENT_LOG_BLOCK & SEGMENT_TAIL) != 0u;
     // Where the chain starts, in local stages. One call site: the chain's chunks are written out
     // once per literal chunk size and tail, and the compiler inlines each call site.
     uint k = u + 1u;
     uint rest = u;
     bool flip = false;
     uint left = m;
-    if (pc.dir != 0u && tail) {
+    if (SEGMENT_DIR != 0u && tail) {
         // The last `a` half-cleaners of stage u-1, then stage u's flip and high run.
         k = u - 1u;
         rest = a;
         left = a + 1u + m;
-    } else if (pc.dir != 0u) {
+    } else if (SEGMENT_DIR != 0u) {
         k = u;
         rest = 0u;
         flip = true;
@@ -375,6 +429,7 @@ void run_segment() {
     // u + 1 substages are the first m.
     segment_chain(k, rest, flip, left);
 }
+#endif
 
 #ifndef PERSISTENT
 void main() {

@@ -145,6 +145,10 @@ pub struct RecorderDesc {
     pub segment_run: Option<u32>,
     /// Elements of the longer carried low run a segment pass may take; see [`crate::SorterDesc`].
     pub segment_run_long: Option<u32>,
+    /// A pipeline per segment shape, made by [`SortRecorder::bind`] for the sorts of the
+    /// binding's capacity and of every power of two from two tiles up to it; see
+    /// [`crate::SorterDesc`]. Off by default.
+    pub shaped_segments: Option<bool>,
 }
 
 impl Default for RecorderDesc {
@@ -160,6 +164,7 @@ impl Default for RecorderDesc {
             segment_merges: None,
             segment_run: None,
             segment_run_long: None,
+            shaped_segments: None,
         }
     }
 }
@@ -228,6 +233,12 @@ pub struct SortRecorder {
     /// The segment passes' carried low runs where the recorder was given one, else
     /// `plan::segment_runs` picks them per sort.
     segment_runs: Option<SegmentRuns>,
+    /// Segment passes of one coset per workgroup run a pipeline made for their shape
+    /// (`Kernels::make_shaped`).
+    shaped: bool,
+    /// `bind` makes the shaped pipelines of sorts of the capacity alone, not of every shorter
+    /// sort the binding may take (the standalone sorter, which binds for each sort's length).
+    shapes_of_capacity_only: bool,
     /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
     cpu: bool,
     cache: vk::PipelineCache,
@@ -288,6 +299,8 @@ impl SortRecorder {
             merge_groups,
             segments: desc.segment_merges,
             segment_runs,
+            shaped: desc.shaped_segments.unwrap_or(false),
+            shapes_of_capacity_only: false,
             cpu: info.device_type == DeviceType::Cpu,
             kernels: Vec::new(),
             layouts,
@@ -468,8 +481,40 @@ impl SortRecorder {
             {
                 self.kernels[index].make_persistent(PassKind::SegmentMerge, &self.layouts, self.cache)?;
             }
+            if self.shaped {
+                let shapes = self.segment_shapes(&self.kernels[index], capacity)?;
+                self.kernels[index].make_shaped(shapes, &self.layouts, self.cache)?;
+            }
         }
         Ok(index)
+    }
+
+    /// The shapes (push constants `dir`, `log_block`) of the segment passes of one coset per
+    /// workgroup in the sorts a binding of `capacity` through `kernels` may take: those of n =
+    /// the capacity, and (unless `shapes_of_capacity_only`) of every power of two from two tiles
+    /// below it. A sort of another length whose plan has a shape not among them runs that pass
+    /// on the plain build.
+    fn segment_shapes(&self, kernels: &Kernels, capacity: u32) -> Result<Vec<(u32, u32)>> {
+        let geometry = kernels.geometry;
+        let top = plan::ceil_log2(u64::from(capacity));
+        let lengths = if self.shapes_of_capacity_only { top..top } else { geometry.tile_log2 + 1..top };
+        let mut shapes = Vec::new();
+        for n in lengths.map(|level| 1u32 << level).chain([capacity]) {
+            let plan = self.persistent(self.new_plan(n, geometry, kernels.build, 0)?, kernels.local_wg, kernels.build);
+            for pass in &plan.passes {
+                let shape = (pass.push.dir, pass.push.log_block);
+                if pass.kind == PassKind::SegmentMerge && pass.substages == 0 && !shapes.contains(&shape) {
+                    shapes.push(shape);
+                }
+            }
+        }
+        Ok(shapes)
+    }
+
+    /// Makes the shaped pipelines of the sorts of each binding's capacity alone
+    /// (`shapes_of_capacity_only`).
+    pub(crate) fn shape_capacity_only(&mut self) {
+        self.shapes_of_capacity_only = true;
     }
 
     /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n:

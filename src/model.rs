@@ -5,7 +5,7 @@
 //! dispatches with no barrier between them.
 
 use crate::keys::{from_image, to_image};
-use crate::plan::{Geometry, PassKind, Segment};
+use crate::plan::{Geometry, Pass, PassKind, Segment};
 use crate::push::{PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
 use crate::record::Encoder;
 
@@ -30,8 +30,8 @@ pub struct Recording {
 }
 
 impl Encoder for Recording {
-    fn bind_kernel(&mut self, kernel: PassKind, substages: u32) {
-        self.commands.push(Command::Bind(kernel, substages));
+    fn bind_pass(&mut self, pass: &Pass) {
+        self.commands.push(Command::Bind(pass.kind, pass.substages));
     }
     fn push_constants(&mut self, push: &PushConstants) {
         self.commands.push(Command::Push(*push));

@@ -1,13 +1,15 @@
 //! Layouts and compute pipelines of the four kernels, specialised for a device's limits. Each
 //! object destroys what it created and nothing else.
 
+use std::collections::hash_map::{Entry, HashMap};
+
 use ash::vk;
 
 use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
-use crate::plan::{Geometry, PassKind, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
+use crate::plan::{Geometry, Pass, PassKind, Segment, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
-use crate::shaders::{element_bytes, spirv, spirv_persistent, spirv_small, Build, KeyWidth, Payload};
+use crate::shaders::{element_bytes, spirv, spirv_persistent, spirv_shaped, spirv_small, Build, KeyWidth, Payload};
 
 pub use crate::plan::MAX_TILE;
 
@@ -286,6 +288,26 @@ pub fn small_tile_sort(
     limits.subgroup_shuffle && width == KeyWidth::Bits32 && size && tile == SMALL_SLOTS * local_wg && fits
 }
 
+/// The most chunks of a segment pass that the SHAPED build of segment_merge takes
+/// (specialization constants 6 to 13: `SHAPE_CHUNK0` to `SHAPE_CHUNK7`).
+pub const SHAPED_MAX_CHUNKS: usize = 8;
+
+/// The specialization constants of the SHAPED build of segment_merge for the segment pass of push
+/// constants `dir` and `log_block`, with `local` = the local kernels' workgroup size, tile and
+/// chunk: those of the plain build, then the shape and its chunks ([`Segment::chunks`]); None
+/// for a shape of more than [`SHAPED_MAX_CHUNKS`] chunks.
+pub fn shaped_constants(local: [u32; 3], dir: u32, log_block: u32) -> Option<Vec<u32>> {
+    let push = PushConstants { dir, log_block, ..PushConstants::default() };
+    let chunks = Segment::decode(&push).chunks(local[2]);
+    if chunks.len() > SHAPED_MAX_CHUNKS {
+        return None;
+    }
+    let mut data = vec![local[0], local[1], local[2], 0, log_block, dir];
+    data.extend(chunks.iter().map(|c| c.encode()));
+    data.resize(6 + SHAPED_MAX_CHUNKS, 0);
+    Some(data)
+}
+
 /// The compute pipelines of one payload: the two local kernels, and global_merge once per number
 /// of fused substages (1..=geometry.fused); segment_merge, and the tile sort and segment_merge
 /// whose workgroups loop over tiles or cosets, once a binding needs them
@@ -300,6 +322,9 @@ pub(crate) struct Kernels {
     segment_merge: vk::Pipeline,
     /// The PERSISTENT build of segment_merge, null until made.
     segment_merge_persistent: vk::Pipeline,
+    /// The SHAPED build of segment_merge, one pipeline per shape (the pass's push constants `dir`
+    /// and `log_block`), made by [`Kernels::make_shaped`].
+    segment_shaped: HashMap<(u32, u32), vk::Pipeline>,
     /// local_merge specialised for windows of two and of four tiles (`WINDOW` = 1, 2).
     local_merge_window: [vk::Pipeline; 2],
     global_merge: [vk::Pipeline; MAX_FUSED as usize],
@@ -331,6 +356,7 @@ impl Kernels {
             local_merge: vk::Pipeline::null(),
             segment_merge: vk::Pipeline::null(),
             segment_merge_persistent: vk::Pipeline::null(),
+            segment_shaped: HashMap::new(),
             local_merge_window: [vk::Pipeline::null(); 2],
             global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
             geometry,
@@ -396,6 +422,43 @@ impl Kernels {
         Ok(())
     }
 
+    /// Makes the SHAPED build of segment_merge for every shape (`dir`, `log_block`) not made yet.
+    /// A segment pass of one coset per workgroup whose shape has a pipeline runs it
+    /// ([`Kernels::pass_pipeline`]); the others run the plain build, which reads the shape from
+    /// the push constants.
+    pub fn make_shaped(
+        &mut self,
+        shapes: impl IntoIterator<Item = (u32, u32)>,
+        layouts: &Layouts,
+        cache: vk::PipelineCache,
+    ) -> Result<()> {
+        let Build { payload, width, variant } = self.build;
+        let Some(code) = spirv_shaped(PassKind::SegmentMerge, payload, width, variant) else {
+            return Ok(());
+        };
+        for (dir, log_block) in shapes {
+            if let Entry::Vacant(slot) = self.segment_shaped.entry((dir, log_block)) {
+                let local = [self.local_wg, self.geometry.tile(), self.chunk];
+                // A shape of more chunks runs on the plain build.
+                if let Some(data) = shaped_constants(local, dir, log_block) {
+                    slot.insert(create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &data)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The pipeline a pass runs: for a segment pass of one coset per workgroup, its shape's SHAPED
+    /// pipeline where one is made, else [`Kernels::pipeline`].
+    pub fn pass_pipeline(&self, pass: &Pass) -> vk::Pipeline {
+        if pass.kind == PassKind::SegmentMerge && pass.substages == 0 {
+            if let Some(p) = self.segment_shaped.get(&(pass.push.dir, pass.push.log_block)) {
+                return *p;
+            }
+        }
+        self.pipeline(pass.kind, pass.substages)
+    }
+
     /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
     /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles; for `TileSort` and
     /// `SegmentMerge` with `substages` 1, the one whose workgroups loop over tiles or cosets (made
@@ -430,12 +493,14 @@ fn create_pipeline(
     layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
     code: &[u32],
-    data: &[u32; 4],
+    data: &[u32],
 ) -> Result<vk::Pipeline> {
     let info = vk::ShaderModuleCreateInfo::default().code(code);
     // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
     let module = unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))?;
-    let entries = [0u32, 1, 2, 3].map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 });
+    let entries: Vec<vk::SpecializationMapEntry> = (0..data.len() as u32)
+        .map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 })
+        .collect();
     let specialization = vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(data));
     let stage = vk::PipelineShaderStageCreateInfo::default()
         .stage(vk::ShaderStageFlags::COMPUTE)
@@ -444,8 +509,8 @@ fn create_pipeline(
         .specialization_info(&specialization);
     let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
     // SAFETY: the module and layout are live objects of `device`, the cache is null or the
-    // caller's live cache of `device`; the specialization data holds the four u32 constants the
-    // map entries describe (a kernel without constant 3 ignores its entry).
+    // caller's live cache of `device`; the specialization data holds the u32 constants the map
+    // entries describe, constant i at byte 4 i (a kernel without constant i ignores its entry).
     let result = unsafe { device.create_compute_pipelines(cache, &info, None) };
     // SAFETY: a pipeline keeps no reference to the module it was created from.
     unsafe { device.destroy_shader_module(module, None) };
@@ -470,7 +535,8 @@ impl Drop for Kernels {
             self.segment_merge,
             self.segment_merge_persistent,
         ];
-        for p in local.into_iter().chain(self.local_merge_window).chain(self.global_merge) {
+        let shaped = self.segment_shaped.values().copied();
+        for p in local.into_iter().chain(self.local_merge_window).chain(self.global_merge).chain(shaped) {
             // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
             // every command buffer that uses them before dropping.
             unsafe { self.device.destroy_pipeline(p, None) };

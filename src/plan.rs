@@ -180,7 +180,7 @@ pub struct Plan {
 }
 
 /// ceil(log2(n)) for n >= 1.
-fn ceil_log2(n: u64) -> u32 {
+pub(crate) fn ceil_log2(n: u64) -> u32 {
     u64::BITS - (n.max(1) - 1).leading_zeros()
 }
 
@@ -425,6 +425,116 @@ impl Segment {
         }
         u32::try_from(lo).expect("at most 2^31 / 2 workgroups")
     }
+
+    /// The chunks the segment runs in local indices with up to `fused` substages per chunk, in
+    /// order: what `run_segment` and `segment_chain` in glsl/segment_merge.comp work out from the
+    /// push constants, and what the SHAPED build takes as specialization constants instead.
+    pub fn chunks(&self, fused: u32) -> Vec<SegmentChunk> {
+        let (a, u) = (self.low, self.used_bits());
+        // Where the chain starts, in local stages (local stage k merges blocks of 2^k): stage
+        // k, its flip next (`flip`) or `rest` of its half-cleaners left (strides 2^(rest-1) .. 1).
+        let (mut k, mut rest, mut flip, mut left) = match (self.flip, self.tail) {
+            // The last `a` half-cleaners of stage u-1, then stage u's flip and the high run.
+            (true, true) => (u - 1, a, false, a + 1 + self.high),
+            (true, false) => (u, 0, true, 1 + self.high),
+            (false, true) => (a, a, false, a),
+            // Strides 2^(u-1) .. 2^a of a stage: the last u - a half-cleaners of stage u + 1.
+            (false, false) => (u + 1, u, false, self.high),
+        };
+        let mut chunks = Vec::new();
+        while left > 0 {
+            let mut m = fused.min(left);
+            if flip {
+                m = m.min(k);
+                chunks.push(SegmentChunk::Run { low: k - m, m, flip: true });
+                rest = k - m;
+                flip = false;
+            } else if rest == 0 {
+                k += 1;
+                flip = true;
+                continue;
+            } else if m <= rest {
+                chunks.push(SegmentChunk::Run { low: rest - m, m, flip: false });
+                rest -= m;
+            } else if m == fused && fused - 1 <= k {
+                // The last `rest` half-cleaners of stage k, the flip of stage k+1 and its first
+                // fused - 1 - rest half-cleaners.
+                chunks.push(SegmentChunk::Cross { k, a: rest });
+                rest = k - (fused - 1 - rest);
+                k += 1;
+            } else {
+                m = rest;
+                chunks.push(SegmentChunk::Run { low: 0, m, flip: false });
+                rest = 0;
+            }
+            left -= m;
+        }
+        chunks
+    }
+}
+
+/// One chunk of a segment pass, in local indices ([`Segment::chunks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentChunk {
+    /// `m` substages of smallest stride 2^`low`: with `flip`, the flip of blocks of 2^(low+m),
+    /// then the half-cleaners of strides 2^(low+m-2) .. 2^low; else the half-cleaners of strides
+    /// 2^(low+m-1) .. 2^low.
+    Run {
+        /// log2 of the smallest stride.
+        low: u32,
+        /// Substages.
+        m: u32,
+        /// The first substage is a flip.
+        flip: bool,
+    },
+    /// Across a stage boundary, `fused` substages in all: the last `a` half-cleaners of stage `k`
+    /// (strides 2^(a-1) .. 1), the flip of stage k+1 and its first fused - 1 - a half-cleaners
+    /// (strides 2^(k-1) ..).
+    Cross {
+        /// The local stage whose end it runs.
+        k: u32,
+        /// Half-cleaners of stage k it runs.
+        a: u32,
+    },
+}
+
+impl SegmentChunk {
+    /// The descriptor the SHAPED build of segment_merge takes (`shaped_chunk`): bits 0-1 the
+    /// kind (1 half-cleaners, 2 a flip first, 3 across a stage boundary), bits 2-4 m or a, bits
+    /// 5-9 low or k; never 0, which stands for no chunk.
+    pub fn encode(&self) -> u32 {
+        match *self {
+            SegmentChunk::Run { low, m, flip } => (1 + u32::from(flip)) | m << 2 | low << 5,
+            SegmentChunk::Cross { k, a } => 3 | a << 2 | k << 5,
+        }
+    }
+
+    /// The substages the chunk runs, in order, as local comparator vectors: a flip of blocks of
+    /// 2^k pairs c with c ^ (2^k - 1) inside each block, a half-cleaner of stride 2^j c with
+    /// c ^ 2^j; `fused` as for [`Segment::chunks`].
+    pub fn substages(&self, fused: u32) -> Vec<LocalSubstage> {
+        match *self {
+            SegmentChunk::Run { low, m, flip: true } => std::iter::once(LocalSubstage::Flip(low + m))
+                .chain((low..low + m - 1).rev().map(LocalSubstage::HalfCleaner))
+                .collect(),
+            SegmentChunk::Run { low, m, flip: false } => (low..low + m).rev().map(LocalSubstage::HalfCleaner).collect(),
+            SegmentChunk::Cross { k, a } => (0..a)
+                .rev()
+                .map(LocalSubstage::HalfCleaner)
+                .chain(std::iter::once(LocalSubstage::Flip(k + 1)))
+                .chain((k + a + 1 - fused..k).rev().map(LocalSubstage::HalfCleaner))
+                .collect(),
+        }
+    }
+}
+
+/// One substage of a segment in local indices ([`SegmentChunk::substages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalSubstage {
+    /// The flip of blocks of 2^k.
+    Flip(u32),
+    /// The half-cleaner of stride 2^j.
+    HalfCleaner(u32),
 }
 
 impl Plan {
@@ -834,6 +944,42 @@ pub fn pass_count(n: u64, tile_log2: u32, fused: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segment_chunks_run_the_segments_substages_in_order() {
+        // Every shape of every segment plan from tiles of 2^2 to 2^14, carried runs of 2 to
+        // 2^(t-1), against the substages the shape names (model.rs compares elements the same
+        // way), for each chunk size a kernel may take.
+        let mut checked = 0;
+        for t in 2..=14 {
+            for levels in t + 1..=26 {
+                for run in 1..t {
+                    for (segment, _) in segment_shapes(levels, t, SegmentRuns::fixed(run)) {
+                        let u = segment.used_bits();
+                        let tail =
+                            (0..if segment.tail { segment.low } else { 0 }).rev().map(LocalSubstage::HalfCleaner);
+                        let flip = segment.flip.then_some(LocalSubstage::Flip(u));
+                        let high = (segment.low..segment.low + segment.high).rev().map(LocalSubstage::HalfCleaner);
+                        let want: Vec<LocalSubstage> = tail.chain(flip).chain(high).collect();
+                        for fused in 1..=MAX_CHUNK {
+                            let chunks = segment.chunks(fused);
+                            let got: Vec<LocalSubstage> = chunks.iter().flat_map(|c| c.substages(fused)).collect();
+                            assert_eq!(got, want, "{segment:?} fused {fused}: {chunks:?}");
+                            for c in &chunks {
+                                let d = c.encode();
+                                assert!(d != 0 && d < 1 << 10, "{c:?} encodes as {d:#x}");
+                                if let SegmentChunk::Run { m, .. } = c {
+                                    assert!((1..=fused).contains(m), "{c:?} fused {fused}");
+                                }
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked} shapes checked");
+    }
 
     #[test]
     fn loops_on_a_cpu_device_stay_under_its_loop_limit() {

@@ -10,8 +10,9 @@ use crate::push::PushConstants;
 
 /// What the pass sequence needs from a command sink.
 pub trait Encoder {
-    /// Binds the pipeline of a kernel (for `GlobalMerge`, the one fusing `substages`).
-    fn bind_kernel(&mut self, kernel: PassKind, substages: u32);
+    /// Binds the pipeline a pass runs: its kernel's (for `GlobalMerge`, the one fusing its
+    /// `substages`), or for a segment pass the one made for its shape where there is one.
+    fn bind_pass(&mut self, pass: &Pass);
     /// Sets the push constants for the following dispatches.
     fn push_constants(&mut self, push: &PushConstants);
     /// Dispatches `groups` workgroups along x.
@@ -42,9 +43,12 @@ pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOption
         if index > 0 && options.drop_barrier_before_pass != Some(index) {
             enc.compute_barrier();
         }
-        if bound != Some((pass.kind, pass.substages)) {
-            enc.bind_kernel(pass.kind, pass.substages);
-            bound = Some((pass.kind, pass.substages));
+        // Segment passes of different shapes may run different pipelines (Kernels::pass_pipeline).
+        let shape = if pass.kind == PassKind::SegmentMerge { (pass.push.dir, pass.push.log_block) } else { (0, 0) };
+        let key = (pass.kind, pass.substages, shape);
+        if bound != Some(key) {
+            enc.bind_pass(pass);
+            bound = Some(key);
         }
         dispatch_pass(enc, pass, options.max_groups_per_dispatch);
         enc.pass_done(index);
@@ -175,8 +179,8 @@ pub(crate) struct VulkanEncoder<'a> {
 }
 
 impl Encoder for VulkanEncoder<'_> {
-    fn bind_kernel(&mut self, kernel: PassKind, substages: u32) {
-        bind_pipeline(self.device, self.cmd, self.kernels.pipeline(kernel, substages));
+    fn bind_pass(&mut self, pass: &Pass) {
+        bind_pipeline(self.device, self.cmd, self.kernels.pass_pipeline(pass));
     }
 
     fn push_constants(&mut self, push: &PushConstants) {

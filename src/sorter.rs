@@ -73,6 +73,14 @@ pub struct SorterDesc {
     /// pass to the sort (never the default: on the H100 it did not pay, see
     /// [`crate::plan::segment_runs`]). A tuning knob for `bench`.
     pub segment_run_long: Option<u32>,
+    /// Run each segment pass of one coset per workgroup on a pipeline made for its shape (the
+    /// SHAPED build of segment_merge: its shape and its chain of chunks as specialization
+    /// constants, so that the driver compiles every stride and branch as a literal) instead of
+    /// the build that reads the shape from the push constants. Off by default (`None` or
+    /// `Some(false)`): on the H100 it took 2^14 u32 keys from 24.5 to 22.7 us but tied at 2^16
+    /// keys and lost at 2^16 pairs and at 2^18 and 2^20 (docs/PERFORMANCE.md, lever table). A
+    /// pipeline per shape is made when a sort's length is first bound. A tuning knob for `bench`.
+    pub shaped_segments: Option<bool>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -367,9 +375,12 @@ impl Sorter {
             segment_merges: desc.segment_merges,
             segment_run: desc.segment_run,
             segment_run_long: desc.segment_run_long,
+            shaped_segments: desc.shaped_segments,
         };
         // Validates the tile options before anything else is created.
-        let recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
+        let mut recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
+        // The sorter binds for each sort's length.
+        recorder.shape_capacity_only();
         let mut sorter = Sorter {
             probes: None,
             recorder,
@@ -1125,7 +1136,7 @@ impl Sorter {
                     ..Extras::default()
                 };
                 let mut encoder = self.recorder.encoder(cmd, self.binding(), 1, &extras);
-                encoder.bind_kernel(pass.kind, pass.substages);
+                encoder.bind_pass(pass);
                 record::dispatch_pass(&mut encoder, pass, self.max_groups);
                 encoder.pass_done(index);
                 self.finish()?;

@@ -224,6 +224,19 @@ fn the_embedded_builds_take_segment_passes() {
     records_sorts(&RecorderDesc { max_tile: Some(8), segment_merges: Some(true), ..RecorderDesc::default() });
 }
 
+/// Tiles of 64 with every pass after the tile sort a segment pass on a pipeline made for its shape
+/// (RecorderDesc::shaped_segments): bind makes those of every length the binding may take, and a
+/// GPU-side count (sort 3), batches (sort 5) and 8-byte keys (sort 6) run through them.
+#[test]
+fn the_embedded_builds_take_shaped_segment_passes() {
+    records_sorts(&RecorderDesc {
+        max_tile: Some(64),
+        segment_merges: Some(true),
+        shaped_segments: Some(true),
+        ..RecorderDesc::default()
+    });
+}
+
 /// Tiles of 8 with every pass after the tile sort a segment pass, on at most 3 workgroups each
 /// looping over cosets: the looping builds of segment_merge, batched, with a GPU-side count and
 /// for 8-byte keys too.

@@ -625,6 +625,38 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
 }
 
 #[test]
+fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
+    // Segment passes on a pipeline per shape (SorterDesc::shaped_segments): the shape and its
+    // chunks as specialization constants. The default tiles (whole-tile chunks of up to five
+    // substages, cross chunks); tiles of 256 with three substages per chunk and a carried run of
+    // 32; tiles of 64 with one (every chunk a single substage: the most chunks a shape has), and
+    // a dispatch cap that splits the passes. Sizes of a power of two, where every coset is real,
+    // and others, where the last ones hold virtual elements.
+    let mut rng = rng("shaped segments");
+    for (max_tile, max_fused, max_groups, run, sizes) in [
+        (None, None, None, None, &[8193usize, 65_536][..]),
+        (Some(256), Some(3), None, Some(32), &[1000, 16_384][..]),
+        (Some(64), Some(1), Some(3), None, &[65, 4093][..]),
+    ] {
+        let desc = SorterDesc {
+            max_tile,
+            max_fused_substages: max_fused,
+            max_workgroups_per_dispatch: max_groups,
+            segment_merges: Some(true),
+            segment_run: run,
+            shaped_segments: Some(true),
+            ..SorterDesc::default()
+        };
+        let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        for &n in sizes {
+            let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+            check_all(&mut sorter, |_| input.clone(), &format!("{desc:?} n={n}"));
+        }
+    }
+    assert_validation_clean();
+}
+
+#[test]
 fn persistent_tile_sorts_and_merges_never_outrun_a_cpu_drivers_loop_limit() {
     // One workgroup for 4096 tiles of 256: a workgroup of the tile sort or of a local merge
     // looping over all of them ran its inner loops past the 65535 iterations after which lavapipe

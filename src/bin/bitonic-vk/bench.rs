@@ -100,6 +100,12 @@ pub struct BenchArgs {
     /// pass that carries a run carries --segment-run or this, this one wherever that adds no pass.
     #[arg(long, value_name = "N")]
     segment_run_long: Option<u32>,
+    /// Segment passes of one workgroup per coset on a pipeline made for their shape (on: its
+    /// strides and branches literals when the driver compiles it, one pipeline per shape made
+    /// when a length is first sorted) or on the one pipeline that reads the shape from push
+    /// constants (off, the default).
+    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
+    shaped_segments: Option<bool>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -188,6 +194,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         segment_merges: args.segments,
         segment_run: args.segment_run,
         segment_run_long: args.segment_run_long,
+        shaped_segments: args.shaped_segments,
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
