@@ -91,9 +91,9 @@ const SMALL_KERNELS: &[&str] = &["tile_sort"];
 /// The key width of the SMALL builds (a `width` of `WIDTHS`).
 const SMALL_WIDTH: &str = "Bits32";
 
-/// The kernels that are also built with `SHAPED` (the pass's shape from specialization constants,
-/// its chain of chunks unrolled: one pipeline per shape), every build of them picked by the
-/// generated `spirv_shaped()`.
+/// The kernels that are also built with `SHAPED` (the pass's shape and its chain of chunks from
+/// specialization constants: one pipeline per shape), every build of them picked by the generated
+/// `spirv_shaped()`.
 const SHAPED_KERNELS: &[&str] = &["segment_merge"];
 
 fn main() {
@@ -240,8 +240,8 @@ fn main() {
     .expect("write to String");
     writeln!(
         generated,
-        "/// The SPIR-V of a kernel's build that takes its pass's shape from specialization constants 4 and 5, for a\n\
-         /// payload, key width and variant; None for a kernel without one (only {SHAPED_KERNELS:?} have one).\n\
+        "/// The SPIR-V of a kernel's build that takes its pass's shape and chunks from specialization constants 4 to 13,\n\
+         /// for a payload, key width and variant; None for a kernel without one (only {SHAPED_KERNELS:?} have one).\n\
          pub fn spirv_shaped(kind: PassKind, payload: Payload, width: KeyWidth, variant: Variant) -> Option<&'static [u32]> {{\n    \
          match (kind, payload, width, variant) {{\n{shaped_arms}        _ => None,\n    }}\n}}"
     )

@@ -302,6 +302,7 @@ void segment_cross(uint k, uint a) {
     }
 }
 
+#ifndef SHAPED
 // `left` substages in local indices from local stage k (stage k merges blocks of 2^k): its flip
 // first when `flip`, else its half-cleaners of strides 2^(rest-1) .. 1 (rest of them), then on
 // into stage k+1. Chunks of up to FUSED substages; one that would run the end of a stage and the
@@ -336,6 +337,7 @@ void segment_chain(uint k, uint rest, bool flip, uint left) {
         left -= m;
     }
 }
+#endif
 
 // Issues the loads of a group's elements (`lid_element`: see above) into r_ahead, local element
 // r * WG_SIZE + lid in slot r (where store_ahead puts it in shared memory); `checked` (a literal)

@@ -436,9 +436,9 @@ impl Kernels {
         let Some(code) = spirv_shaped(PassKind::SegmentMerge, payload, width, variant) else {
             return Ok(());
         };
+        let local = [self.local_wg, self.geometry.tile(), self.chunk];
         for (dir, log_block) in shapes {
             if let Entry::Vacant(slot) = self.segment_shaped.entry((dir, log_block)) {
-                let local = [self.local_wg, self.geometry.tile(), self.chunk];
                 // A shape of more chunks runs on the plain build.
                 if let Some(data) = shaped_constants(local, dir, log_block) {
                     slot.insert(create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &data)?);

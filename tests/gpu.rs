@@ -243,9 +243,9 @@ fn pairs_of_small_tiles_stay_together_through_many_ties() {
     // Sorts of one SMALL tile (stages 1..log2 of the size rounded up: partners in registers, in
     // other lanes of a subgroup, and from strides of 64 on the H100 or 16 on lavapipe in shared
     // memory, pairs taking two elements per invocation) on both sides of the powers of two, and of
-    // several SMALL tiles of 2048 with the merges after them, whole and partial, with inputs where most keys have equals (u32 keys of
-    // -1 are u32::MAX, the image of the padding) and with few ties: pairs, whose values must follow
-    // their keys through every tie.
+    // several SMALL tiles of 2048 with the merges after them, whole and partial, with inputs where
+    // most keys have equals (u32 keys of -1 are u32::MAX, the image of the padding) and with few
+    // ties: pairs, whose values must follow their keys through every tie.
     let mut rng = rng("small ties");
     let mut sorter = sorter();
     let sizes = [
