@@ -96,6 +96,50 @@ const SMALL_WIDTH: &str = "Bits32";
 /// `spirv_shaped()`.
 const SHAPED_KERNELS: &[&str] = &["segment_merge"];
 
+/// The chains of chunks that the SHAPED kernels are also built for, one module each with every
+/// chunk's kind and size a literal (`SHAPE_CHAIN`, `SHAPE_CODE0` .. from
+/// `SegmentChunk::chain_code` in src/plan.rs; the strides and the shape stay specialization
+/// constants), so that spirv-opt takes them: the chains of the segment passes of sorts of 2^13 to
+/// 2^18 4-byte keys in tiles of 2048 with local chunks of 3 and 4, as the H100 takes them
+/// (`chain_modules_cover_the_segment_passes_of_tiles_of_2048` in src/pipelines.rs checks the
+/// list). Sorts take them by default (`SorterDesc::shaped_segments`). The chains of tiles of 4096
+/// and 8192 (2^19 and 2^20 keys) and those of pairs were built and measured too, and lost on the
+/// H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
+const SHAPED_CHAINS: &[&[u32]] = &[
+    &[13, 9],
+    &[13, 13],
+    &[13, 13, 9],
+    &[13, 13, 13],
+    &[13, 13, 13, 10],
+    &[13, 13, 14, 9],
+    &[13, 39, 13, 9],
+    &[14, 13, 9],
+    &[17, 13],
+    &[17, 17],
+    &[17, 17, 5, 10],
+    &[17, 17, 9],
+    &[17, 17, 9, 6],
+    &[17, 17, 14],
+    &[17, 18, 13],
+    &[17, 43, 13],
+    &[17, 71, 13],
+    &[18, 17],
+];
+/// The builds (payload, key width, variant) that have the chain modules: 4-byte keys alone.
+const SHAPED_CHAIN_BUILDS: &[(&str, &str, &str)] =
+    &[("Keys", "Bits32", "Lean"), ("Keys", "Bits32", "Batched"), ("Keys", "Bits32", "BatchedCount")];
+/// The macros of a chain's chunk codes, one per chunk slot of the SHAPED build.
+const SHAPE_CODE_MACROS: [&str; 8] = [
+    "SHAPE_CODE0",
+    "SHAPE_CODE1",
+    "SHAPE_CODE2",
+    "SHAPE_CODE3",
+    "SHAPE_CODE4",
+    "SHAPE_CODE5",
+    "SHAPE_CODE6",
+    "SHAPE_CODE7",
+];
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -129,7 +173,7 @@ fn main() {
     for (source, text) in sources.iter().zip(&texts) {
         let stem = source.file_stem().and_then(|s| s.to_str()).expect("UTF-8 shader name");
         if !(text.contains("#include \"common.glsl\"") || text.contains("#include \"local.glsl\"")) {
-            modules.push(Module { source, text, stem, macros: Vec::new(), kernel: None });
+            modules.push(Module { source, text, stem, macros: Vec::new(), values: Vec::new(), kernel: None });
             continue;
         }
         let kind: String = stem.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).collect();
@@ -145,6 +189,7 @@ fn main() {
                         width,
                         variant,
                         extra: None,
+                        chain: None,
                     };
                     let extra = |kernels: &[&str], extra: &'static str| {
                         kernels.contains(&stem).then(|| Module {
@@ -152,16 +197,43 @@ fn main() {
                             text,
                             stem,
                             macros: macros.iter().copied().chain([extra]).collect(),
+                            values: Vec::new(),
                             kernel: Some(Build { extra: Some(extra), ..build.clone() }),
                         })
                     };
+                    let chains =
+                        SHAPED_KERNELS.contains(&stem) && SHAPED_CHAIN_BUILDS.contains(&(*payload, *width, *variant));
+                    let chain_modules: Vec<Module> = SHAPED_CHAINS
+                        .iter()
+                        .filter(|_| chains)
+                        .map(|chain| Module {
+                            source,
+                            text,
+                            stem,
+                            macros: macros.iter().copied().chain(["SHAPED", "SHAPE_CHAIN"]).collect(),
+                            values: SHAPE_CODE_MACROS
+                                .iter()
+                                .enumerate()
+                                .map(|(i, name)| (*name, chain.get(i).copied().unwrap_or(0)))
+                                .collect(),
+                            kernel: Some(Build { extra: Some("SHAPED"), chain: Some(chain), ..build.clone() }),
+                        })
+                        .collect();
                     let looping = extra(PERSISTENT_KERNELS, "PERSISTENT");
                     let small = if *width == SMALL_WIDTH { extra(SMALL_KERNELS, "SMALL") } else { None };
                     let shaped = extra(SHAPED_KERNELS, "SHAPED");
-                    modules.push(Module { source, text, stem, macros: macros.clone(), kernel: Some(build) });
+                    modules.push(Module {
+                        source,
+                        text,
+                        stem,
+                        macros: macros.clone(),
+                        values: Vec::new(),
+                        kernel: Some(build),
+                    });
                     modules.extend(looping);
                     modules.extend(small);
                     modules.extend(shaped);
+                    modules.extend(chain_modules);
                 }
             }
         }
@@ -176,6 +248,7 @@ fn main() {
     let mut persistent_arms = String::new();
     let mut small_arms = String::new();
     let mut shaped_arms = String::new();
+    let mut chain_arms = String::new();
     for (module, words) in modules.iter().zip(words) {
         let (stem, macros) = (module.stem, &module.macros);
         let Some(build) = &module.kernel else {
@@ -184,10 +257,14 @@ fn main() {
                 .expect("write to String");
             continue;
         };
-        let Build { name, kind, payload, width, variant, extra } = build;
-        let ident = match extra {
-            Some(extra) => format!("{stem}_{extra}_{name}"),
-            None => format!("{stem}_{name}"),
+        let Build { name, kind, payload, width, variant, extra, chain } = build;
+        let ident = match (extra, chain) {
+            (Some(extra), Some(chain)) => {
+                let codes: Vec<String> = chain.iter().map(u32::to_string).collect();
+                format!("{stem}_{extra}_{name}_chain_{}", codes.join("_"))
+            }
+            (Some(extra), None) => format!("{stem}_{extra}_{name}"),
+            (None, _) => format!("{stem}_{name}"),
         }
         .to_uppercase();
         writeln!(
@@ -195,7 +272,13 @@ fn main() {
             "/// SPIR-V of `glsl/{stem}.comp`, build `{name}` ({macros:?}).\nstatic {ident}: &[u32] = &{words:?};"
         )
         .expect("write to String");
-        if let Some(extra) = extra {
+        if let Some(chain) = chain {
+            writeln!(
+                chain_arms,
+                "        (PassKind::{kind}, Payload::{payload}, KeyWidth::{width}, Variant::{variant}, {chain:?}) => Some({ident}),"
+            )
+            .expect("write to String");
+        } else if let Some(extra) = extra {
             let arms = match *extra {
                 "SMALL" => &mut small_arms,
                 "SHAPED" => &mut shaped_arms,
@@ -246,6 +329,14 @@ fn main() {
          match (kind, payload, width, variant) {{\n{shaped_arms}        _ => None,\n    }}\n}}"
     )
     .expect("write to String");
+    writeln!(
+        generated,
+        "/// The SPIR-V of a SHAPED kernel's build for one chain of chunks (their `SegmentChunk::chain_code`s), every chunk's\n\
+         /// kind and size a literal, for a payload, key width and variant; None where that chain has no module of its own.\n\
+         pub fn spirv_shaped_chain(kind: PassKind, payload: Payload, width: KeyWidth, variant: Variant, chain: &[u32]) -> Option<&'static [u32]> {{\n    \
+         match (kind, payload, width, variant, chain) {{\n{chain_arms}        _ => None,\n    }}\n}}"
+    )
+    .expect("write to String");
     write(&out.join("shaders.rs"), &generated);
 
     compile_particle_shaders(&compiler, &glsl_dir.join("particles"), &out.join("particles"));
@@ -289,6 +380,8 @@ struct Module<'a> {
     text: &'a str,
     stem: &'a str,
     macros: Vec<&'a str>,
+    /// Macros defined to a value (a chain's chunk codes).
+    values: Vec<(&'static str, u32)>,
     /// The sorting-kernel build it is, or `None` for a probe (compiled once, without macros).
     kernel: Option<Build>,
 }
@@ -304,6 +397,8 @@ struct Build {
     variant: &'static str,
     /// The extra macro of a second build (`PERSISTENT`, `SMALL` or `SHAPED`), or `None` for the plain one.
     extra: Option<&'static str>,
+    /// A SHAPED build's chain of chunk codes where it is built for one (`SHAPED_CHAINS`).
+    chain: Option<&'static [u32]>,
 }
 
 /// Compiles every module, on as many threads as cargo gives the build (`NUM_JOBS`), and returns
@@ -324,8 +419,9 @@ fn compile_all(compiler: &shaderc::Compiler, modules: &[Module], glsl_dir: &Path
                 // that pick one are known only to the driver), which ran for more than five
                 // minutes and took gigabytes per module. The driver inlines and folds them once
                 // the constants are known.
-                let optimize = m.kernel.as_ref().is_none_or(|k| k.extra != Some("SHAPED"));
-                let words = compile(compiler, m.source, m.text, &m.macros, optimize, glsl_dir, out);
+                // The chain builds carry one chunk per slot, and spirv-opt takes them.
+                let optimize = m.kernel.as_ref().is_none_or(|k| k.extra != Some("SHAPED") || k.chain.is_some());
+                let words = compile(compiler, m.source, m.text, &m.macros, &m.values, optimize, glsl_dir, out);
                 *results[i].lock().expect("no thread panicked holding a result") = words;
             });
         }
@@ -338,6 +434,7 @@ fn compile(
     source: &Path,
     text: &str,
     macros: &[&str],
+    values: &[(&str, u32)],
     optimize: bool,
     glsl_dir: &Path,
     out: &Path,
@@ -353,6 +450,9 @@ fn compile(
     for m in macros {
         options.add_macro_definition(m, Some("1"));
     }
+    for (name, value) in values {
+        options.add_macro_definition(name, Some(&value.to_string()));
+    }
     let search = [glsl_dir.to_path_buf(), out.to_path_buf()];
     options.set_include_callback(move |requested, _kind, _from, _depth| {
         let path = search
@@ -367,7 +467,7 @@ fn compile(
     match compiler.compile_into_spirv(text, shaderc::ShaderKind::Compute, &name, "main", Some(&options)) {
         Ok(artifact) => artifact.as_binary().to_vec(),
         // The message names file:line; failing the build script prints it.
-        Err(e) => panic!("GLSL compilation failed (macros {macros:?}):\n{e}"),
+        Err(e) => panic!("GLSL compilation failed (macros {macros:?} {values:?}):\n{e}"),
     }
 }
 

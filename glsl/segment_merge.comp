@@ -373,7 +373,54 @@ void load_segment_ahead(uint lid_element) {
     }
 }
 
-#ifdef SHAPED
+#if defined(SHAPED) && defined(SHAPE_CHAIN)
+// One chunk of the chain: its kind and size from `code` (SHAPE_CODE0 ..: a literal macro at every
+// call site, SegmentChunk::chain_code in src/plan.rs: bits 0-1 the kind, 1 half-cleaners, 2 a
+// flip and half-cleaners, 3 a cross chunk; bits 2-4 m, a cross chunk's tail a; bits 5-7 a cross
+// chunk's head h), its smallest stride (a cross chunk's stage k) from its descriptor `d` (a
+// specialization constant). Only the chunk the code names is compiled in, so that spirv-opt
+// takes the module (the other SHAPED build carries every kind and size in every slot).
+void chain_chunk(uint code, uint d) {
+    uint kind = code & 3u;
+    uint m = (code >> 2u) & 7u;
+    uint h = (code >> 5u) & 7u;
+    uint p = (d >> 5u) & 31u;
+    if (kind == 1u) {
+        chunk(1u << p, m, false);
+    } else if (kind == 2u) {
+        chunk(1u << p, m, true);
+    } else {
+        cross_chunk(p, m, h);
+    }
+}
+
+void run_segment() {
+#if SHAPE_CODE0 != 0
+    chain_chunk(uint(SHAPE_CODE0), SHAPE_CHUNK0);
+#endif
+#if SHAPE_CODE1 != 0
+    chain_chunk(uint(SHAPE_CODE1), SHAPE_CHUNK1);
+#endif
+#if SHAPE_CODE2 != 0
+    chain_chunk(uint(SHAPE_CODE2), SHAPE_CHUNK2);
+#endif
+#if SHAPE_CODE3 != 0
+    chain_chunk(uint(SHAPE_CODE3), SHAPE_CHUNK3);
+#endif
+#if SHAPE_CODE4 != 0
+    chain_chunk(uint(SHAPE_CODE4), SHAPE_CHUNK4);
+#endif
+#if SHAPE_CODE5 != 0
+    chain_chunk(uint(SHAPE_CODE5), SHAPE_CHUNK5);
+#endif
+#if SHAPE_CODE6 != 0
+    chain_chunk(uint(SHAPE_CODE6), SHAPE_CHUNK6);
+#endif
+#if SHAPE_CODE7 != 0
+    chain_chunk(uint(SHAPE_CODE7), SHAPE_CHUNK7);
+#endif
+}
+#elif defined(SHAPED)
 // One chunk of the chain from its descriptor (a specialization constant).
 void shaped_chunk(uint d) {
     uint kind = d & 3u;

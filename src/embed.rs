@@ -147,7 +147,8 @@ pub struct RecorderDesc {
     pub segment_run_long: Option<u32>,
     /// A pipeline per segment shape, made by [`SortRecorder::bind`] for the sorts of the
     /// binding's capacity and of every power of two from two tiles up to it; see
-    /// [`crate::SorterDesc`]. Off by default.
+    /// [`crate::SorterDesc`]. By default (`None`) for the shapes whose chain of chunks has a
+    /// module of its own.
     pub shaped_segments: Option<bool>,
 }
 
@@ -234,8 +235,9 @@ pub struct SortRecorder {
     /// `plan::segment_runs` picks them per sort.
     segment_runs: Option<SegmentRuns>,
     /// Segment passes of one coset per workgroup run a pipeline made for their shape
-    /// (`Kernels::make_shaped`).
-    shaped: bool,
+    /// (`Kernels::make_shaped`): every shape (Some(true)), none (Some(false)), or those whose
+    /// chain of chunks has a module of its own (None).
+    shaped: Option<bool>,
     /// `bind` makes the shaped pipelines of sorts of the capacity alone, not of every shorter
     /// sort the binding may take (the standalone sorter, which binds for each sort's length).
     shapes_of_capacity_only: bool,
@@ -299,7 +301,7 @@ impl SortRecorder {
             merge_groups,
             segments: desc.segment_merges,
             segment_runs,
-            shaped: desc.shaped_segments.unwrap_or(false),
+            shaped: desc.shaped_segments,
             shapes_of_capacity_only: false,
             cpu: info.device_type == DeviceType::Cpu,
             kernels: Vec::new(),
@@ -481,9 +483,10 @@ impl SortRecorder {
             {
                 self.kernels[index].make_persistent(PassKind::SegmentMerge, &self.layouts, self.cache)?;
             }
-            if self.shaped {
+            if self.shaped != Some(false) {
                 let shapes = self.segment_shapes(&self.kernels[index], capacity)?;
-                self.kernels[index].make_shaped(shapes, &self.layouts, self.cache)?;
+                let every = self.shaped == Some(true);
+                self.kernels[index].make_shaped(shapes, every, &self.layouts, self.cache)?;
             }
         }
         Ok(index)

@@ -9,7 +9,9 @@ use crate::context::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::plan::{Geometry, Pass, PassKind, Segment, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
-use crate::shaders::{element_bytes, spirv, spirv_persistent, spirv_shaped, spirv_small, Build, KeyWidth, Payload};
+use crate::shaders::{
+    element_bytes, spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, spirv_small, Build, KeyWidth, Payload,
+};
 
 pub use crate::plan::MAX_TILE;
 
@@ -292,6 +294,13 @@ pub fn small_tile_sort(
 /// (specialization constants 6 to 13: `SHAPE_CHUNK0` to `SHAPE_CHUNK7`).
 pub const SHAPED_MAX_CHUNKS: usize = 8;
 
+/// The chain codes ([`crate::plan::SegmentChunk::chain_code`]) of a segment pass's chunks, for the chain
+/// builds of segment_merge (`spirv_shaped_chain`); `fused` is the local chunk.
+pub fn shape_chain(fused: u32, dir: u32, log_block: u32) -> Vec<u32> {
+    let push = PushConstants { dir, log_block, ..PushConstants::default() };
+    Segment::decode(&push).chunks(fused).iter().map(|c| c.chain_code(fused)).collect()
+}
+
 /// The specialization constants of the SHAPED build of segment_merge for the segment pass of push
 /// constants `dir` and `log_block`, with `local` = the local kernels' workgroup size, tile and
 /// chunk: those of the plain build, then the shape and its chunks ([`Segment::chunks`]); None
@@ -422,27 +431,35 @@ impl Kernels {
         Ok(())
     }
 
-    /// Makes the SHAPED build of segment_merge for every shape (`dir`, `log_block`) not made yet.
-    /// A segment pass of one coset per workgroup whose shape has a pipeline runs it
-    /// ([`Kernels::pass_pipeline`]); the others run the plain build, which reads the shape from
-    /// the push constants.
+    /// Makes a SHAPED pipeline of segment_merge for every shape (`dir`, `log_block`) not made yet:
+    /// on the module built for the shape's chain of chunks where there is one (build.rs's
+    /// `SHAPED_CHAINS`: optimised by spirv-opt), else, with `every`, on the SHAPED build of every
+    /// chain (unoptimised), else none. A segment pass of one coset per workgroup whose shape has
+    /// a pipeline runs it ([`Kernels::pass_pipeline`]); the others run the plain build, which
+    /// reads the shape from the push constants.
     pub fn make_shaped(
         &mut self,
         shapes: impl IntoIterator<Item = (u32, u32)>,
+        every: bool,
         layouts: &Layouts,
         cache: vk::PipelineCache,
     ) -> Result<()> {
         let Build { payload, width, variant } = self.build;
-        let Some(code) = spirv_shaped(PassKind::SegmentMerge, payload, width, variant) else {
+        let Some(any_chain) = spirv_shaped(PassKind::SegmentMerge, payload, width, variant) else {
             return Ok(());
         };
         let local = [self.local_wg, self.geometry.tile(), self.chunk];
         for (dir, log_block) in shapes {
             if let Entry::Vacant(slot) = self.segment_shaped.entry((dir, log_block)) {
                 // A shape of more chunks runs on the plain build.
-                if let Some(data) = shaped_constants(local, dir, log_block) {
-                    slot.insert(create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &data)?);
-                }
+                let Some(data) = shaped_constants(local, dir, log_block) else { continue };
+                let chain = shape_chain(local[2], dir, log_block);
+                let code = match spirv_shaped_chain(PassKind::SegmentMerge, payload, width, variant, &chain) {
+                    Some(code) => code,
+                    None if every => any_chain,
+                    None => continue,
+                };
+                slot.insert(create_pipeline(&self.device, layouts.pipeline_layout, cache, code, &data)?);
             }
         }
         Ok(())
@@ -585,5 +602,39 @@ impl Drop for Probes {
             self.device.destroy_pipeline(self.copy, None);
             self.device.destroy_pipeline(self.empty, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+    use crate::shaders::Variant;
+
+    #[test]
+    fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {
+        // Sorts of 2^13 to 2^18 4-byte keys in tiles of 2048 (as plan::segment_tile gives them on
+        // a device of 64 to 132 multiprocessors), with the local chunks the sorter takes: 3 up to
+        // 2^15 (sorter::chunk_for), else local_chunk's 4.
+        let geometry =
+            Geometry { tile_log2: 11, global_wg: 256, fused: default_fused(Payload::Keys, KeyWidth::Bits32) };
+        let mut checked = 0;
+        for log in 13..=18 {
+            let n = 1u32 << log;
+            let requested = crate::sorter::chunk_for(n as usize, None);
+            let chunk = local_chunk(Payload::Keys, KeyWidth::Bits32, &geometry, requested);
+            let plan = Plan::segmented(n, geometry, 0).expect("a plan");
+            for pass in plan.passes.iter().filter(|p| p.kind == PassKind::SegmentMerge) {
+                let chain = shape_chain(chunk, pass.push.dir, pass.push.log_block);
+                let module =
+                    spirv_shaped_chain(PassKind::SegmentMerge, Payload::Keys, KeyWidth::Bits32, Variant::Lean, &chain);
+                assert!(
+                    module.is_some(),
+                    "n = 2^{log}, chunk {chunk}: no module for chain {chain:?} (build.rs SHAPED_CHAINS)"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 40, "{checked} segment passes checked");
     }
 }

@@ -509,6 +509,17 @@ impl SegmentChunk {
         }
     }
 
+    /// The chunk's kind and size without its strides, as the chain builds of segment_merge take
+    /// them (`SHAPE_CODE0` .. in `chain_chunk`, one module per chain of codes: build.rs's
+    /// `SHAPED_CHAINS`): bits 0-1 the kind as in [`SegmentChunk::encode`], bits 2-4 m or a, bits
+    /// 5-7 a cross chunk's head, fused - 1 - a; never 0. `fused` as for [`Segment::chunks`].
+    pub fn chain_code(&self, fused: u32) -> u32 {
+        match *self {
+            SegmentChunk::Run { m, flip, .. } => (1 + u32::from(flip)) | m << 2,
+            SegmentChunk::Cross { a, .. } => 3 | a << 2 | (fused - 1 - a) << 5,
+        }
+    }
+
     /// The substages the chunk runs, in order, as local comparator vectors: a flip of blocks of
     /// 2^k pairs c with c ^ (2^k - 1) inside each block, a half-cleaner of stride 2^j c with
     /// c ^ 2^j; `fused` as for [`Segment::chunks`].

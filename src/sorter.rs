@@ -73,13 +73,17 @@ pub struct SorterDesc {
     /// pass to the sort (never the default: on the H100 it did not pay, see
     /// [`crate::plan::segment_runs`]). A tuning knob for `bench`.
     pub segment_run_long: Option<u32>,
-    /// Run each segment pass of one coset per workgroup on a pipeline made for its shape (the
+    /// Run segment passes of one coset per workgroup on a pipeline made for their shape (the
     /// SHAPED build of segment_merge: its shape and its chain of chunks as specialization
     /// constants, so that the driver compiles every stride and branch as a literal) instead of
-    /// the build that reads the shape from the push constants. Off by default (`None` or
-    /// `Some(false)`): on the H100 it took 2^14 u32 keys from 24.5 to 22.7 us but tied at 2^16
-    /// keys and lost at 2^16 pairs and at 2^18 and 2^20 (docs/PERFORMANCE.md, lever table). A
-    /// pipeline per shape is made when a sort's length is first bound. A tuning knob for `bench`.
+    /// the build that reads the shape from the push constants. `None` (the default): the shapes
+    /// whose chain of chunks has a module of its own, every chunk's kind and size a literal that
+    /// spirv-opt optimises (4-byte keys alone in tiles of 2048: sorts of 2^13 to 2^18 keys on the
+    /// H100, where 2^16 keys went from 38.6 to 34.6 us; docs/PERFORMANCE.md, lever table, "Segment
+    /// passes on a module per chain"); `Some(true)`: every shape, the others on a build that takes
+    /// its chunks' kinds and sizes from specialization constants too (unoptimised: it lost on the
+    /// H100 from 2^16 pairs and at 2^18 and 2^20 keys); `Some(false)`: none. A pipeline per shape
+    /// is made when a sort's length is first bound. A tuning knob for `bench`.
     pub shaped_segments: Option<bool>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.

@@ -81,10 +81,11 @@ pub struct PassesArgs {
     /// pass that carries a run carries --segment-run or this, this one wherever that adds no pass.
     #[arg(long, value_name = "N")]
     segment_run_long: Option<u32>,
-    /// Segment passes of one workgroup per coset on a pipeline made for their shape (on: its
-    /// strides and branches literals when the driver compiles it, one pipeline per shape made
-    /// when a length is first sorted) or on the one pipeline that reads the shape from push
-    /// constants (off, the default).
+    /// Segment passes of one workgroup per coset on a pipeline made for their shape (its strides
+    /// and branches literals when the driver compiles it, one pipeline per shape made when a
+    /// length is first sorted): on = every shape, off = none (the one pipeline that reads the
+    /// shape from push constants); by default the shapes whose chain of chunks has a module of
+    /// its own (4-byte keys in tiles of 2048).
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     shaped_segments: Option<bool>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
