@@ -414,12 +414,12 @@ fn compile_all(compiler: &shaderc::Compiler, modules: &[Module], glsl_dir: &Path
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(m) = modules.get(i) else { break };
-                // The SHAPED builds go to the driver unoptimised: spirv-opt inlines each of their
-                // eight chunk calls with every chunk size and kind it might take (the constants
-                // that pick one are known only to the driver), which ran for more than five
-                // minutes and took gigabytes per module. The driver inlines and folds them once
-                // the constants are known.
-                // The chain builds carry one chunk per slot, and spirv-opt takes them.
+                // The SHAPED build of every chain goes to the driver unoptimised: spirv-opt
+                // inlines each of its eight chunk calls with every chunk size and kind it might
+                // take (the constants that pick one are known only to the driver), which ran for
+                // more than five minutes and took gigabytes per module. The driver inlines and
+                // folds them once the constants are known. The chain builds carry one chunk per
+                // slot, and spirv-opt takes them in under a second each.
                 let optimize = m.kernel.as_ref().is_none_or(|k| k.extra != Some("SHAPED") || k.chain.is_some());
                 let words = compile(compiler, m.source, m.text, &m.macros, &m.values, optimize, glsl_dir, out);
                 *results[i].lock().expect("no thread panicked holding a result") = words;

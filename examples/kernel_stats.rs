@@ -7,7 +7,9 @@
 //!         [--shaped-n N]
 //!
 //! With `--shaped-n`, the SHAPED segment_merge of every segment pass of a sort of N elements in
-//! the tiles of these options (`Plan::segmented`) is listed too, one row per shape.
+//! the tiles of these options (`Plan::segmented`) is listed too, one row per shape: the module
+//! built for the shape's chain of chunks where there is one (build.rs `SHAPED_CHAINS`), as the
+//! sorter takes it.
 //!
 //! Registers decide occupancy: a workgroup of 1024 invocations at more than 32 registers each
 //! leaves room for one workgroup per streaming multiprocessor on the H100 (65536 registers), so a
@@ -18,10 +20,10 @@ use std::ffi::CStr;
 use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use bitonic_vk::context::DeviceLimits;
-use bitonic_vk::pipelines::{geometry_for, local_chunk, shaped_constants, KernelOptions};
+use bitonic_vk::pipelines::{geometry_for, local_chunk, shape_chain, shaped_constants, KernelOptions};
 use bitonic_vk::plan::{PassKind, Plan};
 use bitonic_vk::push::PushConstants;
-use bitonic_vk::shaders::{spirv, spirv_persistent, spirv_shaped, Payload, Variant};
+use bitonic_vk::shaders::{spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, Payload, Variant};
 use bitonic_vk::ContextDesc;
 use bitonic_vk::KeyWidth;
 use clap::Parser;
@@ -155,7 +157,13 @@ fn report(
                 {
                     let (dir, log_block) = (pass.push.dir, pass.push.log_block);
                     if let Some(constants) = shaped_constants([local_wg, geometry.tile(), chunk], dir, log_block) {
-                        kernels.push((code, constants, format!("segment shaped {dir} {log_block:#x}")));
+                        // The module of the shape's chain where there is one, as Kernels::make_shaped takes it.
+                        let chain = shape_chain(chunk, dir, log_block);
+                        let label = format!("segment shaped {dir} {log_block:#x}");
+                        match spirv_shaped_chain(PassKind::SegmentMerge, payload, width, Variant::Lean, &chain) {
+                            Some(module) => kernels.push((module, constants, format!("{label} chain {chain:?}"))),
+                            None => kernels.push((code, constants, label)),
+                        }
                     }
                 }
             }
