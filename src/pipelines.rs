@@ -614,8 +614,11 @@ mod tests {
     #[test]
     fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {
         // Sorts of 2^13 to 2^18 4-byte keys in tiles of 2048 (as plan::segment_tile gives them on
-        // a device of 64 to 132 multiprocessors), with the local chunks the sorter takes: 3 up to
-        // 2^15 (sorter::chunk_for), else local_chunk's 4.
+        // a device of at least 128 multiprocessors: 132 on the H100), with the local chunks the
+        // standalone sorter takes: 3 up to 2^15 (sorter::chunk_for), else local_chunk's 4. Sorts
+        // of other lengths in those tiles (2^18 to 132 x 2048, or a recorder binding's shorter
+        // sorts on its capacity's chunk) may meet chains without a module: they run the plain
+        // build.
         let geometry =
             Geometry { tile_log2: 11, global_wg: 256, fused: default_fused(Payload::Keys, KeyWidth::Bits32) };
         let mut checked = 0;

@@ -78,12 +78,13 @@ pub struct SorterDesc {
     /// constants, so that the driver compiles every stride and branch as a literal) instead of
     /// the build that reads the shape from the push constants. `None` (the default): the shapes
     /// whose chain of chunks has a module of its own, every chunk's kind and size a literal that
-    /// spirv-opt optimises (4-byte keys alone in tiles of 2048: sorts of 2^13 to 2^18 keys on the
-    /// H100, where 2^16 keys went from 38.6 to 34.6 us; docs/PERFORMANCE.md, lever table, "Segment
-    /// passes on a module per chain"); `Some(true)`: every shape, the others on a build that takes
-    /// its chunks' kinds and sizes from specialization constants too (unoptimised: it lost on the
-    /// H100 from 2^16 pairs and at 2^18 and 2^20 keys); `Some(false)`: none. A pipeline per shape
-    /// is made when a sort's length is first bound. A tuning knob for `bench`.
+    /// spirv-opt optimises (4-byte keys alone, the chains of tiles of 2048 with local chunks of 3
+    /// and 4: sorts of 2^13 to 2^18 keys on the H100, where 2^16 keys went from 38.3 to 34.5 us;
+    /// docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain"); `Some(true)`:
+    /// every shape, the others on a build that takes its chunks' kinds and sizes from
+    /// specialization constants too (unoptimised: on the H100 it lost for pairs from 2^16 and for
+    /// keys at 2^20); `Some(false)`: none. A pipeline per shape is made when a sort's length is
+    /// first bound. A tuning knob for `bench`.
     pub shaped_segments: Option<bool>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.

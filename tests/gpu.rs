@@ -628,9 +628,10 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
 fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
     // Segment passes on a pipeline per shape (SorterDesc::shaped_segments): the shape and its
     // chunks as specialization constants. The default tiles (whole-tile chunks of up to five
-    // substages, cross chunks); tiles of 2048, whose 4-byte keys run the modules built for their
-    // chains of chunks (build.rs SHAPED_CHAINS: local chunks of 3 up to 2^15, of 4 above; the
-    // values' build takes the chains from specialization constants); tiles of 256 with three
+    // substages, cross chunks); tiles of 2048 (the default tiles of 8193 and 65536 on lavapipe
+    // too), whose 4-byte keys run the modules built for their chains of chunks (build.rs
+    // SHAPED_CHAINS: local chunks of 3 up to 2^15, of 4 above; the values' build takes the
+    // chains from specialization constants); tiles of 256 with three
     // substages per chunk and a carried run of 32; tiles of 64 with one (every chunk a single
     // substage: the most chunks a shape has), and a dispatch cap that splits the passes. Sizes of
     // a power of two, where every coset is real, and others, where the last ones hold virtual
