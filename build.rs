@@ -99,13 +99,14 @@ const SHAPED_KERNELS: &[&str] = &["segment_merge"];
 /// The chains of chunks that the SHAPED kernels are also built for, one module each with every
 /// chunk's kind and size a literal (`SHAPE_CHAIN`, `SHAPE_CODE0` .. from
 /// `SegmentChunk::chain_code` in src/plan.rs; the strides and the shape stay specialization
-/// constants), so that spirv-opt takes them: the chains of the segment passes of sorts of 2^13 to
-/// 2^18 4-byte keys in tiles of 2048 with local chunks of 3 and 4, as the H100 takes them
-/// (`chain_modules_cover_the_segment_passes_of_tiles_of_2048` in src/pipelines.rs checks the
-/// list). Sorts take them by default (`SorterDesc::shaped_segments`). The chains of tiles of 4096
-/// and 8192 (2^19 and 2^20 keys) and those of pairs were built and measured too, and lost on the
-/// H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
-const SHAPED_CHAINS: &[&[u32]] = &[
+/// constants), so that spirv-opt takes them. Sorts take them by default wherever a segment pass's
+/// chain has a module (`SorterDesc::shaped_segments`); `chain_modules_cover_the_segment_passes_of_tiles_of_2048`
+/// in src/pipelines.rs checks the lists.
+///
+/// 4-byte keys alone: every chain of the segment passes in tiles of 2048 (3 to 132 tiles on the
+/// H100: 13 to 19 levels) with the local chunks that sorts take there: 3 up to 2^15 elements, 4
+/// above, and 4 in a recorder binding's shorter sorts when its capacity is above 2^15.
+const SHAPED_KEY_CHAINS: &[&[u32]] = &[
     &[13, 9],
     &[13, 13],
     &[13, 13, 9],
@@ -114,8 +115,12 @@ const SHAPED_CHAINS: &[&[u32]] = &[
     &[13, 13, 14, 9],
     &[13, 39, 13, 9],
     &[14, 13, 9],
+    &[17, 5],
+    &[17, 9],
     &[17, 13],
+    &[17, 15, 13],
     &[17, 17],
+    &[17, 17, 5],
     &[17, 17, 5, 10],
     &[17, 17, 9],
     &[17, 17, 9, 6],
@@ -125,9 +130,24 @@ const SHAPED_CHAINS: &[&[u32]] = &[
     &[17, 71, 13],
     &[18, 17],
 ];
-/// The builds (payload, key width, variant) that have the chain modules: 4-byte keys alone.
-const SHAPED_CHAIN_BUILDS: &[(&str, &str, &str)] =
-    &[("Keys", "Bits32", "Lean"), ("Keys", "Bits32", "Batched"), ("Keys", "Bits32", "BatchedCount")];
+/// 4-byte keys with u32 values: the chains of the local chunks of 3 in tiles of 2048 (sorts of
+/// 4097 to 2^15 pairs). The chains of pairs on chunks of 4 (2^16 pairs and up) and those of tiles
+/// of 4096 and 8192, of keys or pairs, were built and measured too, and lost on the H100
+/// (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
+const SHAPED_PAIR_CHAINS: &[&[u32]] = &[
+    &[13, 9],
+    &[13, 13],
+    &[13, 13, 9],
+    &[13, 13, 13],
+    &[13, 13, 13, 10],
+    &[13, 13, 14, 9],
+    &[13, 39, 13, 9],
+    &[14, 13, 9],
+];
+/// The builds (payload, key width) that have chain modules, each in every variant (Lean,
+/// Batched, BatchedCount), and their chains.
+const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[&[u32]])] =
+    &[("Keys", "Bits32", SHAPED_KEY_CHAINS), ("Pairs", "Bits32", SHAPED_PAIR_CHAINS)];
 /// The macros of a chain's chunk codes, one per chunk slot of the SHAPED build.
 const SHAPE_CODE_MACROS: [&str; 8] = [
     "SHAPE_CODE0",
@@ -201,11 +221,12 @@ fn main() {
                             kernel: Some(Build { extra: Some(extra), ..build.clone() }),
                         })
                     };
-                    let chains =
-                        SHAPED_KERNELS.contains(&stem) && SHAPED_CHAIN_BUILDS.contains(&(*payload, *width, *variant));
-                    let chain_modules: Vec<Module> = SHAPED_CHAINS
+                    let chains: &[&[u32]] = SHAPED_CHAIN_BUILDS
                         .iter()
-                        .filter(|_| chains)
+                        .find(|(p, w, _)| SHAPED_KERNELS.contains(&stem) && p == payload && w == width)
+                        .map_or(&[], |(_, _, chains)| *chains);
+                    let chain_modules: Vec<Module> = chains
+                        .iter()
                         .map(|chain| Module {
                             source,
                             text,
@@ -397,7 +418,7 @@ struct Build {
     variant: &'static str,
     /// The extra macro of a second build (`PERSISTENT`, `SMALL` or `SHAPED`), or `None` for the plain one.
     extra: Option<&'static str>,
-    /// A SHAPED build's chain of chunk codes where it is built for one (`SHAPED_CHAINS`).
+    /// A SHAPED build's chain of chunk codes where it is built for one (`SHAPED_CHAIN_BUILDS`).
     chain: Option<&'static [u32]>,
 }
 

@@ -8,7 +8,7 @@
 //!
 //! With `--shaped-n`, the SHAPED segment_merge of every segment pass of a sort of N elements in
 //! the tiles of these options (`Plan::segmented`) is listed too, one row per shape: the module
-//! built for the shape's chain of chunks where there is one (build.rs `SHAPED_CHAINS`), as the
+//! built for the shape's chain of chunks where there is one (build.rs `SHAPED_CHAIN_BUILDS`), as the
 //! sorter takes it.
 //!
 //! Registers decide occupancy: a workgroup of 1024 invocations at more than 32 registers each

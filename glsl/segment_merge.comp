@@ -23,9 +23,9 @@
 // (Segment::chunks in src/plan.rs), from constants 6 to 13, one chunk each: every stride, mask
 // and branch of the pass is then a literal once the driver specializes the module, as in the
 // SMALL tile sort. Only passes with one coset per workgroup take it. With SHAPE_CHAIN it is built
-// once more per chain of chunk kinds and sizes (build.rs SHAPED_CHAINS; SHAPE_CODE0 .. as literal
-// macros, see chain_chunk), each slot compiled with its one chunk so that spirv-opt takes the
-// module; the build without it carries every kind and size in every slot and goes unoptimised.
+// once more per chain of chunk kinds and sizes (build.rs SHAPED_CHAIN_BUILDS; SHAPE_CODE0 .. as
+// literal macros, see chain_chunk), each slot compiled with its one chunk so that spirv-opt takes
+// the module; the build without it carries every kind and size in every slot and goes unoptimised.
 #ifdef PERSISTENT
 #define ELEMENT_QUALIFIER volatile
 #endif

@@ -433,7 +433,7 @@ impl Kernels {
 
     /// Makes a SHAPED pipeline of segment_merge for every shape (`dir`, `log_block`) not made yet:
     /// on the module built for the shape's chain of chunks where there is one (build.rs's
-    /// `SHAPED_CHAINS`: optimised by spirv-opt), else, with `every`, on the SHAPED build of every
+    /// `SHAPED_CHAIN_BUILDS`: optimised by spirv-opt), else, with `every`, on the SHAPED build of every
     /// chain (unoptimised), else none. A segment pass of one coset per workgroup whose shape has
     /// a pipeline runs it ([`Kernels::pass_pipeline`]); the others run the plain build, which
     /// reads the shape from the push constants.
@@ -613,31 +613,47 @@ mod tests {
 
     #[test]
     fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {
-        // Sorts of 2^13 to 2^18 4-byte keys in tiles of 2048 (as plan::segment_tile gives them on
-        // a device of at least 128 multiprocessors: 132 on the H100), with the local chunks the
-        // standalone sorter takes: 3 up to 2^15 (sorter::chunk_for), else local_chunk's 4. Sorts
-        // of other lengths in those tiles (2^18 to 132 x 2048, or a recorder binding's shorter
-        // sorts on its capacity's chunk) may meet chains without a module: they run the plain
-        // build.
+        // Sorts in tiles of 2048, as plan::segment_tile gives them to sorts of 3 to 132 tiles on
+        // the H100 (13 to 19 levels), with the local chunks they take: the standalone sorter's, 3
+        // up to 2^15 (sorter::chunk_for) else local_chunk's 4, and a recorder binding's shorter
+        // sorts, which keep its capacity's chunk (4 where the capacity is above 2^15). Every chain
+        // of 4-byte keys alone has a module, and those of pairs on chunks of 3; pairs on chunks
+        // of 4 have none (they lost on the H100) and run the plain build.
         let geometry =
-            Geometry { tile_log2: 11, global_wg: 256, fused: default_fused(Payload::Keys, KeyWidth::Bits32) };
+            |payload| Geometry { tile_log2: 11, global_wg: 256, fused: default_fused(payload, KeyWidth::Bits32) };
         let mut checked = 0;
-        for log in 13..=18 {
-            let n = 1u32 << log;
-            let requested = crate::sorter::chunk_for(n as usize, None);
-            let chunk = local_chunk(Payload::Keys, KeyWidth::Bits32, &geometry, requested);
-            let plan = Plan::segmented(n, geometry, 0).expect("a plan");
-            for pass in plan.passes.iter().filter(|p| p.kind == PassKind::SegmentMerge) {
-                let chain = shape_chain(chunk, pass.push.dir, pass.push.log_block);
-                let module =
-                    spirv_shaped_chain(PassKind::SegmentMerge, Payload::Keys, KeyWidth::Bits32, Variant::Lean, &chain);
-                assert!(
-                    module.is_some(),
-                    "n = 2^{log}, chunk {chunk}: no module for chain {chain:?} (build.rs SHAPED_CHAINS)"
-                );
-                checked += 1;
+        for levels in 13..=19u32 {
+            // The shortest sort of `levels` levels: its plan is that of every such sort.
+            let n = (1u32 << (levels - 1)) + 1;
+            let standalone = crate::sorter::chunk_for(n as usize, None);
+            for (payload, requested) in [
+                (Payload::Keys, standalone),
+                (Payload::Keys, Some(4)),
+                (Payload::Pairs, standalone),
+                (Payload::Pairs, Some(4)),
+            ] {
+                let geometry = geometry(payload);
+                let chunk = local_chunk(payload, KeyWidth::Bits32, &geometry, requested);
+                let plan = Plan::segmented(n, geometry, 0).expect("a plan");
+                let passes: Vec<_> = plan.passes.iter().filter(|p| p.kind == PassKind::SegmentMerge).collect();
+                assert!(passes.len() >= 2, "levels {levels}: {} segment passes", passes.len());
+                for pass in passes {
+                    let chain = shape_chain(chunk, pass.push.dir, pass.push.log_block);
+                    for variant in [Variant::Lean, Variant::Batched, Variant::BatchedCount] {
+                        let module =
+                            spirv_shaped_chain(PassKind::SegmentMerge, payload, KeyWidth::Bits32, variant, &chain);
+                        let wanted = payload == Payload::Keys || chunk == 3;
+                        assert_eq!(
+                            module.is_some(),
+                            wanted,
+                            "{payload:?} {variant:?}, {levels} levels, chunk {chunk}: chain {chain:?} \
+                             (build.rs SHAPED_CHAIN_BUILDS)"
+                        );
+                        checked += 1;
+                    }
+                }
             }
         }
-        assert!(checked >= 40, "{checked} segment passes checked");
+        assert!(checked >= 400, "{checked} segment passes checked");
     }
 }

@@ -511,7 +511,7 @@ impl SegmentChunk {
 
     /// The chunk's kind and size without its strides, as the chain builds of segment_merge take
     /// them (`SHAPE_CODE0` .. in `chain_chunk`, one module per chain of codes: build.rs's
-    /// `SHAPED_CHAINS`): bits 0-1 the kind as in [`SegmentChunk::encode`], bits 2-4 m or a, bits
+    /// `SHAPED_CHAIN_BUILDS`): bits 0-1 the kind as in [`SegmentChunk::encode`], bits 2-4 m or a, bits
     /// 5-7 a cross chunk's head, fused - 1 - a; never 0. `fused` as for [`Segment::chunks`].
     pub fn chain_code(&self, fused: u32) -> u32 {
         match *self {

@@ -78,9 +78,10 @@ pub struct SorterDesc {
     /// constants, so that the driver compiles every stride and branch as a literal) instead of
     /// the build that reads the shape from the push constants. `None` (the default): the shapes
     /// whose chain of chunks has a module of its own, every chunk's kind and size a literal that
-    /// spirv-opt optimises (4-byte keys alone, the chains of tiles of 2048 with local chunks of 3
-    /// and 4: sorts of 2^13 to 2^18 keys on the H100, where 2^16 keys went from 38.3 to 34.5 us;
-    /// docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain"); `Some(true)`:
+    /// spirv-opt optimises: in tiles of 2048, 4-byte keys alone with local chunks of 3 and 4
+    /// (sorts of 4097 to 132 x 2048 keys on the H100, where 2^16 keys went from 38.3 to 34.5 us)
+    /// and pairs with chunks of 3 (sorts of up to 2^15 pairs); docs/PERFORMANCE.md, lever table,
+    /// "Segment passes on a module per chain" and the row after it); `Some(true)`:
     /// every shape, the others on a build that takes its chunks' kinds and sizes from
     /// specialization constants too (unoptimised: on the H100 it lost for pairs from 2^16 and for
     /// keys at 2^20); `Some(false)`: none. A pipeline per shape is made when a sort's length is

@@ -629,23 +629,28 @@ fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
     // Segment passes on a pipeline per shape (SorterDesc::shaped_segments): the shape and its
     // chunks as specialization constants. The default tiles (whole-tile chunks of up to five
     // substages, cross chunks); tiles of 2048 (the default tiles of 8193 and 65536 on lavapipe
-    // too), whose 4-byte keys run the modules built for their chains of chunks (build.rs
-    // SHAPED_CHAINS: local chunks of 3 up to 2^15, of 4 above; the values' build takes the
-    // chains from specialization constants); tiles of 256 with three
-    // substages per chunk and a carried run of 32; tiles of 64 with one (every chunk a single
-    // substage: the most chunks a shape has), and a dispatch cap that splits the passes. Sizes of
-    // a power of two, where every coset is real, and others, where the last ones hold virtual
-    // elements.
+    // too), whose 4-byte keys, and pairs up to 2^15, run the modules built for their chains of
+    // chunks (build.rs SHAPED_CHAIN_BUILDS: local chunks of 3 up to 2^15, of 4 above; 8-byte
+    // keys, and pairs on chunks of 4, take the chains from specialization constants); the same
+    // tiles with chunks of 4 below 2^15 (a recorder binding's shorter sorts) and at 19 levels
+    // (270000: 132 tiles, with passes of one coset per workgroup, as the H100 runs them); tiles
+    // of 256 with three substages per chunk and a carried run of 32; tiles of 64 with one (every
+    // chunk a single substage: the most chunks a shape has), and a dispatch cap that splits the
+    // passes. Sizes of a power of two, where every coset is real, and others, where the last ones
+    // hold virtual elements.
     let mut rng = rng("shaped segments");
-    for (max_tile, max_fused, max_groups, run, sizes) in [
-        (None, None, None, None, &[8193usize, 65_536][..]),
-        (Some(2048), None, None, None, &[16_384, 30_000, 65_536][..]),
-        (Some(256), Some(3), None, Some(32), &[1000, 16_384][..]),
-        (Some(64), Some(1), Some(3), None, &[65, 4093][..]),
+    for (max_tile, max_fused, chunk, merge_groups, max_groups, run, sizes) in [
+        (None, None, None, None, None, None, &[8193usize, 65_536][..]),
+        (Some(2048), None, None, None, None, None, &[16_384, 30_000, 65_536][..]),
+        (Some(2048), None, Some(4), Some(0), None, None, &[5000, 12_000, 20_000, 270_000][..]),
+        (Some(256), Some(3), None, None, None, Some(32), &[1000, 16_384][..]),
+        (Some(64), Some(1), None, None, Some(3), None, &[65, 4093][..]),
     ] {
         let desc = SorterDesc {
             max_tile,
             max_fused_substages: max_fused,
+            local_chunk_substages: chunk,
+            merge_workgroups: merge_groups,
             max_workgroups_per_dispatch: max_groups,
             segment_merges: Some(true),
             segment_run: run,

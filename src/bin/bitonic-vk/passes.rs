@@ -85,7 +85,7 @@ pub struct PassesArgs {
     /// and branches literals when the driver compiles it, one pipeline per shape made when a
     /// length is first sorted): on = every shape, off = none (the one pipeline that reads the
     /// shape from push constants); by default the shapes whose chain of chunks has a module of
-    /// its own (4-byte keys in tiles of 2048).
+    /// its own (in tiles of 2048: 4-byte keys, and pairs on chunks of 3, up to 2^15).
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     shaped_segments: Option<bool>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
