@@ -103,10 +103,9 @@ const SHAPED_KERNELS: &[&str] = &["segment_merge"];
 /// chain has a module (`SorterDesc::shaped_segments`); `chain_modules_cover_the_segment_passes_of_tiles_of_2048`
 /// in src/pipelines.rs checks the lists.
 ///
-/// 4-byte keys alone: every chain of the segment passes in tiles of 2048 (3 to 132 tiles on the
-/// H100: 13 to 19 levels) with the local chunks that sorts take there: 3 up to 2^15 elements, 4
-/// above, and 4 in a recorder binding's shorter sorts when its capacity is above 2^15.
-const SHAPED_KEY_CHAINS: &[&[u32]] = &[
+/// The chains of the segment passes in tiles of 2048 (3 to 132 tiles on the H100: 13 to 19
+/// levels) on local chunks of 3, which sorts of up to 2^15 elements take (13 to 15 levels).
+const CHAINS_ON_CHUNKS_OF_3: &[&[u32]] = &[
     &[13, 9],
     &[13, 13],
     &[13, 13, 9],
@@ -115,6 +114,10 @@ const SHAPED_KEY_CHAINS: &[&[u32]] = &[
     &[13, 13, 14, 9],
     &[13, 39, 13, 9],
     &[14, 13, 9],
+];
+/// The same on chunks of 4, which larger sorts take (16 to 19 levels), and a recorder binding
+/// whose capacity is above 2^15 in its shorter sorts too (13 to 19 levels).
+const CHAINS_ON_CHUNKS_OF_4: &[&[u32]] = &[
     &[17, 5],
     &[17, 9],
     &[17, 13],
@@ -130,24 +133,15 @@ const SHAPED_KEY_CHAINS: &[&[u32]] = &[
     &[17, 71, 13],
     &[18, 17],
 ];
-/// 4-byte keys with u32 values: the chains of the local chunks of 3 in tiles of 2048 (sorts of
-/// 4097 to 2^15 pairs). The chains of pairs on chunks of 4 (2^16 pairs and up) and those of tiles
-/// of 4096 and 8192, of keys or pairs, were built and measured too, and lost on the H100
-/// (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
-const SHAPED_PAIR_CHAINS: &[&[u32]] = &[
-    &[13, 9],
-    &[13, 13],
-    &[13, 13, 9],
-    &[13, 13, 13],
-    &[13, 13, 13, 10],
-    &[13, 13, 14, 9],
-    &[13, 39, 13, 9],
-    &[14, 13, 9],
-];
 /// The builds (payload, key width) that have chain modules, each in every variant (Lean,
-/// Batched, BatchedCount), and their chains.
-const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[&[u32]])] =
-    &[("Keys", "Bits32", SHAPED_KEY_CHAINS), ("Pairs", "Bits32", SHAPED_PAIR_CHAINS)];
+/// Batched, BatchedCount), and their chains: 4-byte keys alone on both chunks, 4-byte keys with
+/// u32 values on chunks of 3. The chains of pairs on chunks of 4 (measured from 2^16 pairs up)
+/// and those of tiles of 4096 and 8192, of keys or pairs, were built and measured too, and lost
+/// on the H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
+const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[&[&[u32]]])] = &[
+    ("Keys", "Bits32", &[CHAINS_ON_CHUNKS_OF_3, CHAINS_ON_CHUNKS_OF_4]),
+    ("Pairs", "Bits32", &[CHAINS_ON_CHUNKS_OF_3]),
+];
 /// The macros of a chain's chunk codes, one per chunk slot of the SHAPED build.
 const SHAPE_CODE_MACROS: [&str; 8] = [
     "SHAPE_CODE0",
@@ -221,12 +215,13 @@ fn main() {
                             kernel: Some(Build { extra: Some(extra), ..build.clone() }),
                         })
                     };
-                    let chains: &[&[u32]] = SHAPED_CHAIN_BUILDS
+                    let chains: &[&[&[u32]]] = SHAPED_CHAIN_BUILDS
                         .iter()
                         .find(|(p, w, _)| SHAPED_KERNELS.contains(&stem) && p == payload && w == width)
                         .map_or(&[], |(_, _, chains)| *chains);
                     let chain_modules: Vec<Module> = chains
                         .iter()
+                        .flat_map(|list| list.iter())
                         .map(|chain| Module {
                             source,
                             text,
