@@ -105,7 +105,7 @@ const SHAPED_KERNELS: &[&str] = &["segment_merge"];
 ///
 /// The chains of the segment passes in tiles of 2048 (3 to 132 tiles on the H100: 13 to 19
 /// levels) on local chunks of 3, which sorts of up to 2^15 elements take (13 to 15 levels).
-const CHAINS_ON_CHUNKS_OF_3: &[&[u32]] = &[
+const CHAINS_ON_CHUNKS_OF_3: ChainList = &[
     &[13, 9],
     &[13, 13],
     &[13, 13, 9],
@@ -117,7 +117,7 @@ const CHAINS_ON_CHUNKS_OF_3: &[&[u32]] = &[
 ];
 /// The same on chunks of 4, which larger sorts take (16 to 19 levels), and a recorder binding
 /// whose capacity is above 2^15 in its shorter sorts too (13 to 19 levels).
-const CHAINS_ON_CHUNKS_OF_4: &[&[u32]] = &[
+const CHAINS_ON_CHUNKS_OF_4: ChainList = &[
     &[17, 5],
     &[17, 9],
     &[17, 13],
@@ -138,10 +138,12 @@ const CHAINS_ON_CHUNKS_OF_4: &[&[u32]] = &[
 /// u32 values on chunks of 3. The chains of pairs on chunks of 4 (measured from 2^16 pairs up)
 /// and those of tiles of 4096 and 8192, of keys or pairs, were built and measured too, and lost
 /// on the H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
-const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[&[&[u32]]])] = &[
+const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[ChainList])] = &[
     ("Keys", "Bits32", &[CHAINS_ON_CHUNKS_OF_3, CHAINS_ON_CHUNKS_OF_4]),
     ("Pairs", "Bits32", &[CHAINS_ON_CHUNKS_OF_3]),
 ];
+/// A list of chains, each the chunk codes of one module.
+type ChainList = &'static [&'static [u32]];
 /// The macros of a chain's chunk codes, one per chunk slot of the SHAPED build.
 const SHAPE_CODE_MACROS: [&str; 8] = [
     "SHAPE_CODE0",
@@ -215,7 +217,7 @@ fn main() {
                             kernel: Some(Build { extra: Some(extra), ..build.clone() }),
                         })
                     };
-                    let chains: &[&[&[u32]]] = SHAPED_CHAIN_BUILDS
+                    let chains: &[ChainList] = SHAPED_CHAIN_BUILDS
                         .iter()
                         .find(|(p, w, _)| SHAPED_KERNELS.contains(&stem) && p == payload && w == width)
                         .map_or(&[], |(_, _, chains)| *chains);
