@@ -90,6 +90,10 @@ const PERSISTENT_KERNELS: &[&str] = &["tile_sort", "segment_merge"];
 const SMALL_KERNELS: &[&str] = &["tile_sort"];
 /// The key width of the SMALL builds (a `width` of `WIDTHS`).
 const SMALL_WIDTH: &str = "Bits32";
+/// The payload whose SMALL kernels are also built with `SMALL_TWO_SLOTS` (two elements per
+/// invocation, which pairs' SMALL build always takes), picked by the generated
+/// `spirv_small_two_slots()` for tiles of at most 1024 (`pipelines::small_slots`).
+const SMALL_TWO_SLOTS_PAYLOAD: &str = "Keys";
 
 /// The kernels that are also built with `SHAPED` (the pass's shape and its chain of chunks from
 /// specialization constants: one pipeline per shape), every build of them picked by the generated
@@ -239,6 +243,11 @@ fn main() {
                         .collect();
                     let looping = extra(PERSISTENT_KERNELS, "PERSISTENT");
                     let small = if *width == SMALL_WIDTH { extra(SMALL_KERNELS, "SMALL") } else { None };
+                    let small_two = if *width == SMALL_WIDTH && *payload == SMALL_TWO_SLOTS_PAYLOAD {
+                        extra(SMALL_KERNELS, "SMALL_TWO_SLOTS")
+                    } else {
+                        None
+                    };
                     let shaped = extra(SHAPED_KERNELS, "SHAPED");
                     modules.push(Module {
                         source,
@@ -250,6 +259,7 @@ fn main() {
                     });
                     modules.extend(looping);
                     modules.extend(small);
+                    modules.extend(small_two);
                     modules.extend(shaped);
                     modules.extend(chain_modules);
                 }
@@ -265,6 +275,7 @@ fn main() {
     let mut arms = String::new();
     let mut persistent_arms = String::new();
     let mut small_arms = String::new();
+    let mut small_two_arms = String::new();
     let mut shaped_arms = String::new();
     let mut chain_arms = String::new();
     for (module, words) in modules.iter().zip(words) {
@@ -299,6 +310,7 @@ fn main() {
         } else if let Some(extra) = extra {
             let arms = match *extra {
                 "SMALL" => &mut small_arms,
+                "SMALL_TWO_SLOTS" => &mut small_two_arms,
                 "SHAPED" => &mut shaped_arms,
                 _ => &mut persistent_arms,
             };
@@ -337,6 +349,15 @@ fn main() {
          /// {SMALL_KERNELS:?} have one).\n\
          pub fn spirv_small(kind: PassKind, payload: Payload, width: KeyWidth, variant: Variant) -> Option<&'static [u32]> {{\n    \
          match (kind, payload, width, variant) {{\n{small_arms}        _ => None,\n    }}\n}}"
+    )
+    .expect("write to String");
+    writeln!(
+        generated,
+        "/// The SPIR-V of a SMALL build (see `spirv_small`) on two elements per invocation, for a payload, key width and\n\
+         /// variant; None for a kernel without one (only the {SMALL_WIDTH} {SMALL_TWO_SLOTS_PAYLOAD} builds of\n\
+         /// {SMALL_KERNELS:?} have one).\n\
+         pub fn spirv_small_two_slots(kind: PassKind, payload: Payload, width: KeyWidth, variant: Variant) -> Option<&'static [u32]> {{\n    \
+         match (kind, payload, width, variant) {{\n{small_two_arms}        _ => None,\n    }}\n}}"
     )
     .expect("write to String");
     writeln!(
@@ -413,7 +434,8 @@ struct Build {
     payload: &'static str,
     width: &'static str,
     variant: &'static str,
-    /// The extra macro of a second build (`PERSISTENT`, `SMALL` or `SHAPED`), or `None` for the plain one.
+    /// The extra macro of a second build (`PERSISTENT`, `SMALL`, `SMALL_TWO_SLOTS` or `SHAPED`), or `None` for the
+    /// plain one.
     extra: Option<&'static str>,
     /// A SHAPED build's chain of chunk codes where it is built for one (`SHAPED_CHAIN_BUILDS`).
     chain: Option<&'static [u32]>,

@@ -18,7 +18,11 @@
 // at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^15, on a quarter as many
 // invocations for keys and half as many for pairs, by default the tiles of every sort of up to
 // 2^15, on devices with subgroup shuffles: pipelines::small_tile_sort) keeps the tile in
-// registers: see small_sort.
+// registers: see small_sort. Its SMALL_TWO_SLOTS build (keys on two elements per invocation)
+// is the SMALL build of tiles of at most 1024 keys.
+#ifdef SMALL_TWO_SLOTS
+#define SMALL
+#endif
 #ifdef SMALL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -132,14 +136,15 @@ void sort_tile(bool sorted) {
 // (docs/PERFORMANCE.md); with one element per invocation (1024) the shuffles' instructions cost
 // more than the chunks (9.1 us).
 //
-// Keys take four elements per invocation, pairs two (pipelines::small_slots): a tile of 1024
+// Keys take four elements per invocation in tiles of 2048 and two in smaller ones (the
+// SMALL_TWO_SLOTS build), pairs two (pipelines::small_slots): a tile of 1024
 // pairs on 512 invocations, 10 of its substages in registers, 35 by shuffles and 10 through shared
 // memory, took 7.1 to 7.2 us on the H100 where four slots took 9.0 to 9.1 and eight 16.1 (the
 // values' shuffles and selects double the keys' work per substage; twice the subgroups,
 // presumably, hide more of each substage's latency). Carrying each element's 16-bit index
 // in place of its value, two to a word, and reading the values by index at the end lost too
 // (9.5 us with four slots: more instructions per substage for fewer shuffles).
-#ifdef PAIRS
+#if defined(PAIRS) || defined(SMALL_TWO_SLOTS)
 const uint SMALL_BITS = 1u;
 #else
 const uint SMALL_BITS = 2u;

@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::plan::{Geometry, Pass, PassKind, Segment, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
 use crate::shaders::{
-    element_bytes, spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, spirv_small, Build, KeyWidth, Payload,
+    element_bytes, spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, spirv_small, spirv_small_two_slots,
+    Build, KeyWidth, Payload, Variant,
 };
 
 pub use crate::plan::MAX_TILE;
@@ -227,9 +228,21 @@ pub const SMALL_SLOTS: u32 = 4;
 /// shuffles of keys; eight lost (2^10 pairs 16.1 us, `h100-ab-small-pairs-8-slots.txt`).
 pub const SMALL_PAIR_SLOTS: u32 = 2;
 
-/// Elements per invocation of the SMALL build of `payload` (its workgroup: the tile over this).
-pub fn small_slots(payload: Payload) -> u32 {
+/// The largest tile whose SMALL build runs keys on two elements per invocation (the
+/// `SMALL_TWO_SLOTS` build of glsl/tile_sort.comp), as pairs' always does; tiles of 2048 keep
+/// [`SMALL_SLOTS`]. On the H100 (two processes of each build alternating,
+/// `docs/figures/h100-ab-small-keys-two-slots-tiles-1024.txt`) two slots took 2^10 u32 keys from
+/// 6.3 / 6.2 to 5.3 / 5.4 us, 1000 keys from 6.2 / 6.2 to 5.6 / 5.4, 256 from 4.8 / 4.8 to 4.4 /
+/// 4.5 and 64 from 4.1 / 4.3 to 3.7 / 3.7; in tiles of 2048 they lost in an earlier build (2^11
+/// keys 7.2 / 7.3 -> 7.7 / 7.7 us, 2^13 20.8 / 20.7 -> 21.2 / 21.0,
+/// `docs/figures/h100-ab-small-keys-2-slots.txt`).
+pub const SMALL_TWO_SLOT_MAX_TILE: u32 = 1024;
+
+/// Elements per invocation of the SMALL build of `payload` on a tile of `tile` elements (its
+/// workgroup: the tile over this).
+pub fn small_slots(payload: Payload, tile: u32) -> u32 {
     match payload {
+        Payload::Keys if tile <= SMALL_TWO_SLOT_MAX_TILE => 2,
         Payload::Keys => SMALL_SLOTS,
         Payload::Pairs => SMALL_PAIR_SLOTS,
     }
@@ -237,7 +250,16 @@ pub fn small_slots(payload: Payload) -> u32 {
 
 /// Invocations per workgroup of the SMALL build of `payload` on a tile of `tile` elements.
 fn small_workgroup(payload: Payload, tile: u32) -> u32 {
-    tile / small_slots(payload)
+    tile / small_slots(payload, tile)
+}
+
+/// The module of the tile sort's SMALL build for a tile of `tile` elements: the one built for
+/// its [`small_slots`]. None where there is none (8-byte keys).
+pub fn small_module(payload: Payload, width: KeyWidth, variant: Variant, tile: u32) -> Option<&'static [u32]> {
+    match (payload, small_slots(payload, tile)) {
+        (Payload::Keys, 2) => spirv_small_two_slots(PassKind::TileSort, payload, width, variant),
+        _ => spirv_small(PassKind::TileSort, payload, width, variant),
+    }
 }
 
 /// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
@@ -245,8 +267,8 @@ fn small_workgroup(payload: Payload, tile: u32) -> u32 {
 pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
-/// invocation holds [`small_slots`] elements of the tile in registers (four keys, or two pairs),
-/// and the substages whose partners lie in another invocation of its subgroup run with subgroup
+/// invocation holds [`small_slots`] elements of the tile in registers (two; keys in tiles of 2048
+/// four), and the substages whose partners lie in another invocation of its subgroup run with subgroup
 /// shuffles. For 4-byte keys (with or without values) where the local kernels take a quarter of
 /// the tile's invocations (`local_wg`, the default) and the SMALL build's own workgroup (the tile
 /// over its slots) fits the device's limits, on devices with subgroup
@@ -379,7 +401,7 @@ impl Kernels {
         // (local_merge only: windows of 2^WINDOW tiles).
         let local = [local_wg, geometry.tile(), chunk, 0];
         // The SMALL build runs the tile on its own number of invocations.
-        let (tile_sort, tile_sort_local) = match spirv_small(PassKind::TileSort, payload, width, variant) {
+        let (tile_sort, tile_sort_local) = match small_module(payload, width, variant, geometry.tile()) {
             Some(small) if small_tile_sort(limits, payload, width, geometry.tile(), local_wg, chunk) => {
                 (small, [small_workgroup(payload, geometry.tile()), geometry.tile(), chunk, 0])
             }
@@ -609,7 +631,31 @@ impl Drop for Probes {
 mod tests {
     use super::*;
     use crate::plan::Plan;
-    use crate::shaders::Variant;
+
+    #[test]
+    fn small_tile_sort_takes_two_slots_for_keys_up_to_tiles_of_1024() {
+        for variant in [Variant::Lean, Variant::Batched, Variant::BatchedCount] {
+            let four =
+                spirv_small(PassKind::TileSort, Payload::Keys, KeyWidth::Bits32, variant).expect("keys' SMALL build");
+            let two = spirv_small_two_slots(PassKind::TileSort, Payload::Keys, KeyWidth::Bits32, variant)
+                .expect("keys' SMALL build on two slots");
+            assert_ne!(four, two, "the two builds of keys' SMALL tile sort must differ");
+            for tile in [2, 64, 512, 1024] {
+                assert_eq!(small_slots(Payload::Keys, tile), 2);
+                assert_eq!(small_module(Payload::Keys, KeyWidth::Bits32, variant, tile), Some(two));
+            }
+            assert_eq!(small_slots(Payload::Keys, 2048), 4);
+            assert_eq!(small_module(Payload::Keys, KeyWidth::Bits32, variant, 2048), Some(four));
+            // Pairs take their one SMALL build, on two slots, at every tile; 8-byte keys none.
+            let pairs = spirv_small(PassKind::TileSort, Payload::Pairs, KeyWidth::Bits32, variant);
+            for tile in [1024, 2048] {
+                assert_eq!(small_slots(Payload::Pairs, tile), 2);
+                assert_eq!(small_module(Payload::Pairs, KeyWidth::Bits32, variant, tile), pairs);
+                assert_eq!(small_module(Payload::Keys, KeyWidth::Bits64, variant, tile), None);
+            }
+            assert_eq!(spirv_small_two_slots(PassKind::TileSort, Payload::Pairs, KeyWidth::Bits32, variant), None);
+        }
+    }
 
     #[test]
     fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {

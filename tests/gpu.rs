@@ -200,8 +200,9 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
     // keys with values) run the tile sort's SMALL build, registers and subgroup shuffles, where the
     // device has shuffles in compute shaders, as lavapipe and the H100 do: in one tile of up to
     // 1024, or in tiles of 2048 with the small sorts' chunks of 3. The tiles of 16 of the
-    // split-dispatch and extreme-key tests (four invocations for keys, eight for pairs: fewer than
-    // a subgroup on the H100, and for keys on lavapipe) take its shared-memory path. This test
+    // split-dispatch and extreme-key tests (eight invocations: fewer than a subgroup on the H100)
+    // and the split-dispatch test's tiles of 8 (four: fewer than a subgroup on lavapipe too) take
+    // its shared-memory path. This test
     // keeps that coverage from going away unnoticed, and checks that larger sorts in tiles of 2048
     // keep the plain build.
     let limits = context().device_info().limits;
@@ -514,6 +515,7 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
     for (max_tile, max_groups, max_fused, local_wg, merge_groups) in [
         (Some(64), Some(3), None, None, Some(3)),
         (Some(2), None, None, None, None),
+        (Some(8), None, None, None, None),
         (Some(16), Some(1), Some(1), None, Some(2)),
         (None, Some(2), Some(2), None, Some(1)),
         (Some(256), None, Some(3), None, None),
@@ -541,6 +543,7 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
         let wide = local_wg == Some(1024);
         let sizes: &[usize] = match max_tile {
             Some(2) => &[3, 100, 1025],
+            Some(8) => &[2, 9, 65, 1000, 10_007],
             Some(64) if wide => &[2, 65, 1000, 10_007, 40_033],
             Some(64) => &[2, 65, 1000, 10_007, 40_000, 40_033, 140_001],
             _ => &[2, 65, 1000, 10_007, 40_000, 40_033],
