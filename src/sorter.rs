@@ -1295,6 +1295,39 @@ pub fn chunk_for(n: usize, max_fused: Option<u32>) -> Option<u32> {
     (n <= SMALL_CHUNK_SORT).then(|| SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK)))
 }
 
+/// The tile in which sorts of 4-byte keys alone on segment passes take chunks of 3, beyond
+/// [`WIDE_SEGMENT_CHUNK_TILES`] of them ([`segment_chunk_for`]).
+const WIDE_SEGMENT_CHUNK_TILE: u32 = 2048;
+/// See [`WIDE_SEGMENT_CHUNK_TILE`].
+const WIDE_SEGMENT_CHUNK_TILES: usize = 32;
+
+/// The local chunk of a sort of n 4-byte keys alone whose segment passes run in `segment_tile`
+/// (`plan::segment_tile`, one coset per workgroup), where [`chunk_for`] gives none: 3 substages
+/// (never more than `max_fused`) in more than [`WIDE_SEGMENT_CHUNK_TILES`] tiles of 2048, whose
+/// kernels then take the SMALL tile sort too. On the H100 (132 multiprocessors: sorts of 65537 to
+/// 270336 keys; `bench --local-chunk 3` against the default, two processes each alternating,
+/// `docs/figures/h100-chunk-3-keys-tiles-of-2048.txt`): 100000 keys 43.7 / 43.8 -> 42.4 / 42.4
+/// us, 2^17 43.3 / 43.0 -> 42.5 / 43.1 us (and 43.6 / 43.4 -> 43.3 / 43.3 in another call),
+/// 200000 54.7 / 55.7 -> 53.1 / 52.7 us, 2^18 55.8 / 55.4 -> 52.8 / 52.7 us, 270000 79.3 / 78.8
+/// -> 77.6 / 78.5 us; at 2^16 (32 tiles) even (34.8 / 34.7 -> 35.0 / 34.8 us), and 40000 keys
+/// (20 tiles) lost (33.7 / 33.9 -> 35.1 / 34.6 us), as did pairs (2^18 67.9 / 68.0 -> 69.9 / 70.1
+/// us) and keys in tiles of 4096 (2^19 67.3 / 67.5 -> 71.2 / 71.2 us). Their segment passes run
+/// the plain build: the chain modules on chunks of 3 (build.rs `CHAINS_ON_CHUNKS_OF_3`) cover the
+/// small sorts' 13 to 15 levels, and modules for 16 to 19 levels were not built or measured.
+pub fn segment_chunk_for(
+    n: usize,
+    payload: Payload,
+    width: KeyWidth,
+    segment_tile: Option<u32>,
+    max_fused: Option<u32>,
+) -> Option<u32> {
+    let wide = payload == Payload::Keys
+        && width == KeyWidth::Bits32
+        && segment_tile == Some(WIDE_SEGMENT_CHUNK_TILE)
+        && n > WIDE_SEGMENT_CHUNK_TILES * WIDE_SEGMENT_CHUNK_TILE as usize;
+    wide.then(|| SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK)))
+}
+
 /// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above
 /// it), but small enough that there are at least [`TILES_WANTED`] tiles, down to
 /// [`SMALLEST_SIZED_TILE`]; sorts of at most [`SMALL_SORT_TILE`] elements get that tile instead.
@@ -1392,7 +1425,24 @@ impl Drop for Sorter {
 
 #[cfg(test)]
 mod tests {
-    use super::{chunk_for, tile_for};
+    use super::{chunk_for, segment_chunk_for, tile_for};
+    use crate::keys::KeyWidth;
+    use crate::shaders::Payload;
+
+    #[test]
+    fn keys_in_more_than_32_segment_tiles_of_2048_take_chunks_of_three() {
+        let keys = |n: usize, tile: Option<u32>, fused: Option<u32>| {
+            segment_chunk_for(n, Payload::Keys, KeyWidth::Bits32, tile, fused)
+        };
+        assert_eq!(keys(32 * 2048 + 1, Some(2048), None), Some(3));
+        assert_eq!(keys(1 << 18, Some(2048), None), Some(3));
+        assert_eq!(keys(132 * 2048, Some(2048), Some(2)), Some(2));
+        assert_eq!(keys(1 << 16, Some(2048), None), None);
+        assert_eq!(keys(1 << 19, Some(4096), None), None);
+        assert_eq!(keys(1 << 18, None, None), None);
+        assert_eq!(segment_chunk_for(1 << 18, Payload::Pairs, KeyWidth::Bits32, Some(2048), None), None);
+        assert_eq!(segment_chunk_for(1 << 18, Payload::Keys, KeyWidth::Bits64, Some(2048), None), None);
+    }
 
     #[test]
     fn sorts_of_up_to_2e15_take_chunks_of_three_never_above_the_fusion_cap() {

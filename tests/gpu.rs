@@ -636,7 +636,9 @@ fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
     // chunks (build.rs SHAPED_CHAIN_BUILDS: local chunks of 3 up to 2^15, of 4 above; 8-byte
     // keys, and pairs on chunks of 4, take the chains from specialization constants); the same
     // tiles with chunks of 4 below 2^15 (a recorder binding's shorter sorts) and at 19 levels
-    // (270000: 132 tiles, with passes of one coset per workgroup, as the H100 runs them); tiles
+    // (270000: 132 tiles, with passes of one coset per workgroup, as the H100 runs them), and
+    // with chunks of 3 there (as 4-byte keys take them in more than 32 tiles of 2048 on the H100,
+    // sorter::segment_chunk_for; lavapipe reports no multiprocessors, so only asked for); tiles
     // of 256 with three substages per chunk and a carried run of 32; tiles of 64 with one (every
     // chunk a single substage: the most chunks a shape has), and a dispatch cap that splits the
     // passes. Sizes of a power of two, where every coset is real, and others, where the last ones
@@ -646,6 +648,7 @@ fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
         (None, None, None, None, None, None, &[8193usize, 65_536][..]),
         (Some(2048), None, None, None, None, None, &[16_384, 30_000, 65_536][..]),
         (Some(2048), None, Some(4), Some(0), None, None, &[5000, 12_000, 20_000, 270_000][..]),
+        (Some(2048), None, Some(3), Some(0), None, None, &[270_000][..]),
         (Some(256), Some(3), None, None, None, Some(32), &[1000, 16_384][..]),
         (Some(64), Some(1), None, None, Some(3), None, &[65, 4093][..]),
     ] {
