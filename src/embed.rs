@@ -537,9 +537,8 @@ impl SortRecorder {
         options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
         if options.local_chunk.is_none() {
             let n = capacity as usize;
-            options.local_chunk = crate::sorter::chunk_for(n, options.max_fused).or_else(|| {
-                crate::sorter::segment_chunk_for(n, payload, width, segment_tile, options.max_fused)
-            });
+            options.local_chunk = crate::sorter::chunk_for(n, options.max_fused)
+                .or_else(|| crate::sorter::segment_chunk_for(n, payload, width, segment_tile, options.max_fused));
         }
         Ok(options)
     }
