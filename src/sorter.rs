@@ -29,8 +29,9 @@ pub struct SorterDesc {
     /// Caps the substages fused in registers per global pass (1..=6; by default 6 for 4-byte keys
     /// alone, which take 6 only in sorts of at least `plan::FUSED6_MIN_TILES` tiles, else 5) and per
     /// shared-memory chunk of the local kernels (whatever the cap, at most 5 for 4-byte keys alone
-    /// in tiles of 8192 or more, 3 in sorts of up to 2^15 elements, else 4). 1 runs one substage
-    /// per global pass, as NVIDIA's CUDA sample does.
+    /// in tiles of 8192 or more, 3 in sorts of up to 2^15 elements and for 4-byte keys alone in
+    /// more than 32 tiles of 2048, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
+    /// sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
     /// the tile, at most 512 with 4-byte keys and 1024 with 8-byte keys, capped by the device. A
