@@ -15,11 +15,12 @@
 // module took four times as long to compile.
 //
 // The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
-// at most 1024 elements, and of 2048 in the kernels of sorts of up to 2^15, on a quarter as many
-// invocations for keys and half as many for pairs, by default the tiles of every sort of up to
-// 2^15, on devices with subgroup shuffles: pipelines::small_tile_sort) keeps the tile in
-// registers: see small_sort. Its SMALL_TWO_SLOTS build (keys on two elements per invocation)
-// is the SMALL build of tiles of at most 1024 keys.
+// at most 1024 elements, and of 2048 in kernels whose local chunks run at most 3 substages, on half
+// as many invocations, or a quarter for keys in tiles of 2048; by default the tiles of every sort
+// of up to 2^15, and of keys alone in more than 32 tiles of 2048, on devices with subgroup
+// shuffles: pipelines::small_tile_sort) keeps the tile in registers: see small_sort. Its
+// SMALL_TWO_SLOTS build (keys on two elements per invocation) is the SMALL build of tiles of at
+// most 1024 keys.
 #ifdef SMALL_TWO_SLOTS
 #define SMALL
 #endif

@@ -213,12 +213,13 @@ impl Drop for Layouts {
 }
 
 /// The largest tile the tile sort's SMALL build takes ([`small_tile_sort`]): tiles of up to 1024
-/// always, of 2048 in the kernels of small sorts. `small_sort` in glsl/tile_sort.comp unrolls its
+/// always, of 2048 in kernels of chunks of 3 (small sorts, and keys in more than 32 tiles). `small_sort` in glsl/tile_sort.comp unrolls its
 /// stages up to this tile (`SMALL_MAX_LOG`, its log2), so the two change together.
 pub const SMALL_MAX_TILE: u32 = 2048;
-/// Elements per invocation of the tile sort's SMALL build for keys alone (`SMALL_SLOTS` in
-/// glsl/tile_sort.comp), and the share of the tile the local kernels' workgroup must be for the
-/// SMALL build to be taken ([`small_tile_sort`]).
+/// Elements per invocation of the tile sort's SMALL build for keys alone in tiles of 2048
+/// (`SMALL_SLOTS` in glsl/tile_sort.comp; smaller tiles take two, [`small_slots`]), and the share
+/// of the tile the local kernels' workgroup must be for the SMALL build to be taken
+/// ([`small_tile_sort`]).
 pub const SMALL_SLOTS: u32 = 4;
 /// Elements per invocation of the tile sort's SMALL build for pairs: their tile of 1024 runs on
 /// 512 invocations. On the H100 (two processes of each build alternating,
@@ -263,7 +264,8 @@ pub fn small_module(payload: Payload, width: KeyWidth, variant: Variant, tile: u
 }
 
 /// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
-/// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^15 elements).
+/// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^15 elements) and
+/// of keys in more than 32 tiles of 2048 (`sorter::segment_chunk_for`).
 pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
@@ -275,7 +277,8 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 /// shuffles in compute shaders, in tiles of at most 1024 (the default for the tile of 1024, that
 /// of every sort of up to 1024 elements) and in tiles of 2048 where the local chunks (`chunk`) run
 /// at most [`SMALL_WIDE_MAX_CHUNK`] substages (by default, the tiles of sorts of 1025 to 2^15
-/// elements; a `local_chunk` of 3 or less asked for at any size takes it too).
+/// elements and of 4-byte keys alone in more than 32 tiles of 2048; a `local_chunk` of 3 or less
+/// asked for at any size takes it too).
 ///
 /// On the H100 (two processes of each build alternating, twice; docs/PERFORMANCE.md) 2^10 u32
 /// keys took 6.7 to 6.9 us instead of 8.2 to 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0, 1000

@@ -79,8 +79,10 @@ pub struct SorterDesc {
     /// constants, so that the driver compiles every stride and branch as a literal) instead of
     /// the build that reads the shape from the push constants. `None` (the default): the shapes
     /// whose chain of chunks has a module of its own, every chunk's kind and size a literal that
-    /// spirv-opt optimises: in tiles of 2048, 4-byte keys alone with local chunks of 3 and 4
-    /// (sorts of 4097 to 132 x 2048 keys on the H100, where 2^16 keys went from 38.3 to 34.5 us)
+    /// spirv-opt optimises: in tiles of 2048, 4-byte keys alone with local chunks of 4 and, up to
+    /// 15 levels, of 3 (sorts of 4097 to 132 x 2048 keys on the H100, where 2^16 keys went from
+    /// 38.3 to 34.5 us; the chunks of 3 of `segment_chunk_for` have modules only for the chains
+    /// they share with shorter sorts)
     /// and pairs with chunks of 3 (sorts of up to 2^15 pairs); docs/PERFORMANCE.md, lever table,
     /// "Segment passes on a module per chain" and the row after it); `Some(true)`:
     /// every shape, the others on a build that takes its chunks' kinds and sizes from
@@ -1312,9 +1314,10 @@ const WIDE_SEGMENT_CHUNK_TILES: usize = 32;
 /// 200000 54.7 / 55.7 -> 53.1 / 52.7 us, 2^18 55.8 / 55.4 -> 52.8 / 52.7 us, 270000 79.3 / 78.8
 /// -> 77.6 / 78.5 us; at 2^16 (32 tiles) even (34.8 / 34.7 -> 35.0 / 34.8 us), and 40000 keys
 /// (20 tiles) lost (33.7 / 33.9 -> 35.1 / 34.6 us), as did pairs (2^18 67.9 / 68.0 -> 69.9 / 70.1
-/// us) and keys in tiles of 4096 (2^19 67.3 / 67.5 -> 71.2 / 71.2 us). Their segment passes run
-/// the plain build: the chain modules on chunks of 3 (build.rs `CHAINS_ON_CHUNKS_OF_3`) cover the
-/// small sorts' 13 to 15 levels, and modules for 16 to 19 levels were not built or measured.
+/// us) and keys in tiles of 4096 (2^19 67.3 / 67.5 -> 71.2 / 71.2 us). Their segment passes take
+/// a chain module only where a chain is one the small sorts' 13 to 15 levels also meet (build.rs
+/// `CHAINS_ON_CHUNKS_OF_3`), and the plain build elsewhere: modules for the other chains of 16 to
+/// 19 levels were not built or measured.
 pub fn segment_chunk_for(
     n: usize,
     payload: Payload,
