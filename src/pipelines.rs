@@ -213,8 +213,9 @@ impl Drop for Layouts {
 }
 
 /// The largest tile the tile sort's SMALL build takes ([`small_tile_sort`]): tiles of up to 1024
-/// always, of 2048 in kernels of chunks of 3 (small sorts, and keys in more than 32 tiles). `small_sort` in glsl/tile_sort.comp unrolls its
-/// stages up to this tile (`SMALL_MAX_LOG`, its log2), so the two change together.
+/// always, of 2048 in kernels of chunks of 3 (small sorts, and keys in more than 32 tiles).
+/// `small_sort` in glsl/tile_sort.comp unrolls its stages up to this tile (`SMALL_MAX_LOG`, its
+/// log2), so the two change together.
 pub const SMALL_MAX_TILE: u32 = 2048;
 /// Elements per invocation of the tile sort's SMALL build for keys alone in tiles of 2048
 /// (`SMALL_SLOTS` in glsl/tile_sort.comp; smaller tiles take two, [`small_slots`]), and the share
@@ -270,8 +271,8 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
 /// invocation holds [`small_slots`] elements of the tile in registers (two; keys in tiles of 2048
-/// four), and the substages whose partners lie in another invocation of its subgroup run with subgroup
-/// shuffles. For 4-byte keys (with or without values) where the local kernels take a quarter of
+/// four), and the substages whose partners lie in another invocation of its subgroup run with
+/// subgroup shuffles. For 4-byte keys (with or without values) where the local kernels take a quarter of
 /// the tile's invocations (`local_wg`, the default) and the SMALL build's own workgroup (the tile
 /// over its slots) fits the device's limits, on devices with subgroup
 /// shuffles in compute shaders, in tiles of at most 1024 (the default for the tile of 1024, that

@@ -1295,7 +1295,12 @@ pub(crate) fn check_size(l: &crate::context::DeviceLimits, n: usize, width: KeyW
 /// to 2^15 elements, the small sorts, whose kernels also take the SMALL tile sort in tiles of 2048
 /// ([`crate::pipelines::small_tile_sort`]). The standalone sorter and the recorder both take it.
 pub fn chunk_for(n: usize, max_fused: Option<u32>) -> Option<u32> {
-    (n <= SMALL_CHUNK_SORT).then(|| SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK)))
+    (n <= SMALL_CHUNK_SORT).then(|| small_sort_chunk(max_fused))
+}
+
+/// [`SMALL_SORT_CHUNK`], never more than `max_fused`.
+fn small_sort_chunk(max_fused: Option<u32>) -> u32 {
+    SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK))
 }
 
 /// The tile in which sorts of 4-byte keys alone on segment passes take chunks of 3, beyond
@@ -1329,7 +1334,7 @@ pub fn segment_chunk_for(
         && width == KeyWidth::Bits32
         && segment_tile == Some(WIDE_SEGMENT_CHUNK_TILE)
         && n > WIDE_SEGMENT_CHUNK_TILES * WIDE_SEGMENT_CHUNK_TILE as usize;
-    wide.then(|| SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK)))
+    wide.then(|| small_sort_chunk(max_fused))
 }
 
 /// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above

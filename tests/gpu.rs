@@ -202,10 +202,10 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
     // 1024, or in tiles of 2048 with the small sorts' chunks of 3. The tiles of 16 of the
     // split-dispatch and extreme-key tests (eight invocations: fewer than a subgroup on the H100)
     // and the split-dispatch test's tiles of 8 (four: fewer than a subgroup on lavapipe too) take
-    // its shared-memory path. This test
-    // keeps that coverage from going away unnoticed, and checks that sorts just above 2^15 in
-    // tiles of 2048 keep the plain build (keys take the SMALL one again beyond 32 tiles of 2048,
-    // sorter::segment_chunk_for, which needs a device's multiprocessor count).
+    // its shared-memory path. This test keeps that coverage from going away unnoticed, and checks
+    // that sorts just above 2^15 in tiles of 2048 keep the plain build (keys take the SMALL one
+    // again beyond 32 tiles of 2048, sorter::segment_chunk_for, which needs a device's
+    // multiprocessor count).
     let limits = context().device_info().limits;
     assert!(limits.subgroup_shuffle, "the test device has no subgroup shuffles in compute shaders");
     let mut sorter = sorter();
