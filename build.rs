@@ -108,7 +108,8 @@ const SHAPED_KERNELS: &[&str] = &["segment_merge"];
 /// in src/pipelines.rs checks the lists.
 ///
 /// The chains of the segment passes in tiles of 2048 (3 to 132 tiles on the H100: 13 to 19
-/// levels) on local chunks of 3, which sorts of up to 2^15 elements take (13 to 15 levels).
+/// levels) on local chunks of 3, which sorts of up to 2^15 elements take (13 to 15 levels), keys
+/// and pairs.
 const CHAINS_ON_CHUNKS_OF_3: ChainList = &[
     &[13, 9],
     &[13, 13],
@@ -119,6 +120,11 @@ const CHAINS_ON_CHUNKS_OF_3: ChainList = &[
     &[13, 39, 13, 9],
     &[14, 13, 9],
 ];
+/// The chains on chunks of 3 of 16 to 19 levels that shorter sorts do not share, which 4-byte keys
+/// alone meet in tiles of 2048 above 2^15 elements (`sorter::segment_chunk_for`). Pairs never
+/// take chunks of 3 there: they lost on the H100 even with these modules built for them.
+const CHAINS_ON_CHUNKS_OF_3_BEYOND_2_15: ChainList =
+    &[&[13, 11, 13, 9], &[13, 13, 5], &[13, 13, 11, 9], &[13, 13, 13, 5], &[13, 13, 13, 5, 6], &[13, 13, 39, 9]];
 /// The same on chunks of 4, which larger sorts take (16 to 19 levels), and a recorder binding
 /// whose capacity is above 2^15 in its shorter sorts too (13 to 19 levels).
 const CHAINS_ON_CHUNKS_OF_4: ChainList = &[
@@ -139,11 +145,11 @@ const CHAINS_ON_CHUNKS_OF_4: ChainList = &[
 ];
 /// The builds (payload, key width) that have chain modules, each in every variant (Lean,
 /// Batched, BatchedCount), and their chains: 4-byte keys alone on both chunks, 4-byte keys with
-/// u32 values on chunks of 3. The chains of pairs on chunks of 4 (measured from 2^16 pairs up)
-/// and those of tiles of 4096 and 8192, of keys or pairs, were built and measured too, and lost
-/// on the H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
+/// u32 values on chunks of 3 up to 15 levels. The chains of pairs on chunks of 4 (measured from
+/// 2^16 pairs up) and those of tiles of 4096 and 8192, of keys or pairs, were built and measured
+/// too, and lost on the H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
 const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[ChainList])] = &[
-    ("Keys", "Bits32", &[CHAINS_ON_CHUNKS_OF_3, CHAINS_ON_CHUNKS_OF_4]),
+    ("Keys", "Bits32", &[CHAINS_ON_CHUNKS_OF_3, CHAINS_ON_CHUNKS_OF_3_BEYOND_2_15, CHAINS_ON_CHUNKS_OF_4]),
     ("Pairs", "Bits32", &[CHAINS_ON_CHUNKS_OF_3]),
 ];
 /// A list of chains, each the chunk codes of one module.

@@ -41,7 +41,7 @@
 //!   five (six) substages on a group of 32 (64) elements in registers (register fusion,
 //!   `glsl/fused.glsl`), the flip included; the local kernels' shared-memory chunks take 4
 //!   ([`pipelines::local_chunk`] says when 5; 3 in sorts of up to 2^15 elements and for 4-byte
-//!   keys alone in more than 32 tiles of 2048, [`sorter::segment_chunk_for`]), and in the
+//!   keys alone in segment tiles of 2048, [`sorter::segment_chunk_for`]), and in the
 //!   tile sort a chunk may span a stage boundary (`glsl/local.glsl`, `cross_group`). The tile
 //!   is the largest power of two that fits `maxComputeSharedMemorySize` (smaller for small
 //!   sorts), passed as a specialization constant.

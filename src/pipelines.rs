@@ -213,7 +213,7 @@ impl Drop for Layouts {
 }
 
 /// The largest tile the tile sort's SMALL build takes ([`small_tile_sort`]): tiles of up to 1024
-/// always, of 2048 in kernels of chunks of 3 (small sorts, and keys in more than 32 tiles).
+/// always, of 2048 in kernels of chunks of 3 (small sorts, and keys in segment tiles of 2048).
 /// `small_sort` in glsl/tile_sort.comp unrolls its stages up to this tile (`SMALL_MAX_LOG`, its
 /// log2), so the two change together.
 pub const SMALL_MAX_TILE: u32 = 2048;
@@ -266,7 +266,7 @@ pub fn small_module(payload: Payload, width: KeyWidth, variant: Variant, tile: u
 
 /// Tiles above 1024 take the SMALL build only in kernels whose local chunks run at most this many
 /// substages: the kernels of small sorts (`sorter::chunk_for`, sorts of up to 2^15 elements) and
-/// of keys in more than 32 tiles of 2048 (`sorter::segment_chunk_for`).
+/// of 4-byte keys alone in segment tiles of 2048 (`sorter::segment_chunk_for`).
 pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 
 /// Whether the plain tile sort's pipeline is the SMALL build of glsl/tile_sort.comp: each
@@ -278,7 +278,7 @@ pub const SMALL_WIDE_MAX_CHUNK: u32 = 3;
 /// shuffles in compute shaders, in tiles of at most 1024 (the default for the tile of 1024, that
 /// of every sort of up to 1024 elements) and in tiles of 2048 where the local chunks (`chunk`) run
 /// at most [`SMALL_WIDE_MAX_CHUNK`] substages (by default, the tiles of sorts of 1025 to 2^15
-/// elements and of 4-byte keys alone in more than 32 tiles of 2048; a `local_chunk` of 3 or less
+/// elements and of 4-byte keys alone in segment tiles of 2048; a `local_chunk` of 3 or less
 /// asked for at any size takes it too).
 ///
 /// On the H100 (two processes of each build alternating, twice; docs/PERFORMANCE.md) 2^10 u32
@@ -665,12 +665,12 @@ mod tests {
     fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {
         // Sorts in tiles of 2048, as plan::segment_tile gives them to sorts of 3 to 132 tiles on
         // the H100 (13 to 19 levels), with the local chunks they take: the standalone sorter's, 3
-        // up to 2^15 (sorter::chunk_for) and for keys in more than 32 tiles
-        // (sorter::segment_chunk_for), else local_chunk's 4, and a recorder binding's shorter
+        // up to 2^15 (sorter::chunk_for) and for keys above (sorter::segment_chunk_for), else
+        // local_chunk's 4, and a recorder binding's shorter
         // sorts, which keep its capacity's chunk (for keys 3 or 4, for pairs 4 where the capacity
-        // is above 2^15). Every chain of 4-byte keys alone on chunks of 4 has a module, and on
-        // chunks of 3 every chain of up to 15 levels, of keys and of pairs; pairs on chunks of 4
-        // have none (they lost on the H100) and run the plain build.
+        // is above 2^15). Every chain of 4-byte keys alone has a module on either chunk, at
+        // every level; pairs' chains on chunks of 3 (up to 15 levels) have one too, and pairs on
+        // chunks of 4 have none (they lost on the H100) and run the plain build.
         let geometry =
             |payload| Geometry { tile_log2: 11, global_wg: 256, fused: default_fused(payload, KeyWidth::Bits32) };
         let mut checked = 0;
@@ -698,11 +698,10 @@ mod tests {
                     for variant in [Variant::Lean, Variant::Batched, Variant::BatchedCount] {
                         let module =
                             spirv_shaped_chain(PassKind::SegmentMerge, payload, KeyWidth::Bits32, variant, &chain);
-                        // Chunks of 3 have modules at up to 15 levels (the small sorts'); at 16 to
-                        // 19 levels (keys' sorts of more than 32 tiles, sorter::segment_chunk_for)
-                        // only the chains that shorter sorts share have one, the others run the
-                        // plain build, as measured.
-                        if chunk == 3 && levels > 15 {
+                        // Pairs never run chunks of 3 beyond 15 levels (2^15 elements): the
+                        // standalone sorter gives them 4 there and a recorder binding of a
+                        // larger capacity 4 too, so their modules stop at 15 levels.
+                        if chunk == 3 && levels > 15 && payload == Payload::Pairs {
                             continue;
                         }
                         let wanted = chunk == 3 || payload == Payload::Keys;

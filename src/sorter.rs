@@ -30,7 +30,7 @@ pub struct SorterDesc {
     /// alone, which take 6 only in sorts of at least `plan::FUSED6_MIN_TILES` tiles, else 5) and per
     /// shared-memory chunk of the local kernels (whatever the cap, at most 5 for 4-byte keys alone
     /// in tiles of 8192 or more, 3 in sorts of up to 2^15 elements and for 4-byte keys alone in
-    /// more than 32 tiles of 2048, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
+    /// segment tiles of 2048, else 4). 1 runs one substage per global pass, as NVIDIA's CUDA
     /// sample does.
     pub max_fused_substages: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two); by default a quarter of
@@ -79,11 +79,9 @@ pub struct SorterDesc {
     /// constants, so that the driver compiles every stride and branch as a literal) instead of
     /// the build that reads the shape from the push constants. `None` (the default): the shapes
     /// whose chain of chunks has a module of its own, every chunk's kind and size a literal that
-    /// spirv-opt optimises: in tiles of 2048, 4-byte keys alone with local chunks of 4 and, up to
-    /// 15 levels, of 3 (sorts of 4097 to 132 x 2048 keys on the H100, where 2^16 keys went from
-    /// 38.3 to 34.5 us; the chunks of 3 of `segment_chunk_for` have modules only for the chains
-    /// they share with shorter sorts)
-    /// and pairs with chunks of 3 (sorts of up to 2^15 pairs); docs/PERFORMANCE.md, lever table,
+    /// spirv-opt optimises: in tiles of 2048, 4-byte keys alone with local chunks of 4 or 3
+    /// (sorts of 4097 to 132 x 2048 keys on the H100, where 2^16 keys went from 38.3 to 34.5 us
+    /// on chunks of 4) and pairs with chunks of 3 (sorts of up to 2^15 pairs); docs/PERFORMANCE.md, lever table,
     /// "Segment passes on a module per chain" and the row after it); `Some(true)`:
     /// every shape, the others on a build that takes its chunks' kinds and sizes from
     /// specialization constants too (unoptimised: on the H100 it lost for pairs from 2^16 and for
@@ -1303,26 +1301,26 @@ fn small_sort_chunk(max_fused: Option<u32>) -> u32 {
     SMALL_SORT_CHUNK.min(max_fused.unwrap_or(SMALL_SORT_CHUNK))
 }
 
-/// The tile in which sorts of 4-byte keys alone on segment passes take chunks of 3, beyond
-/// [`WIDE_SEGMENT_CHUNK_TILES`] of them ([`segment_chunk_for`]).
+/// The tile in which sorts of 4-byte keys alone on segment passes take chunks of 3
+/// ([`segment_chunk_for`]).
 const WIDE_SEGMENT_CHUNK_TILE: u32 = 2048;
-/// See [`WIDE_SEGMENT_CHUNK_TILE`].
-const WIDE_SEGMENT_CHUNK_TILES: usize = 32;
 
 /// The local chunk of a sort of n 4-byte keys alone whose segment passes run in `segment_tile`
 /// (`plan::segment_tile`, one coset per workgroup), where [`chunk_for`] gives none: 3 substages
-/// (never more than `max_fused`) in more than [`WIDE_SEGMENT_CHUNK_TILES`] tiles of 2048, whose
-/// kernels then take the SMALL tile sort too. On the H100 (132 multiprocessors: sorts of 65537 to
-/// 270336 keys; `bench --local-chunk 3` against the default, two processes each alternating,
-/// `docs/figures/h100-chunk-3-keys-tiles-of-2048.txt`): 100000 keys 43.7 / 43.8 -> 42.4 / 42.4
-/// us, 2^17 43.3 / 43.0 -> 42.5 / 43.1 us (and 43.6 / 43.4 -> 43.3 / 43.3 in another call),
-/// 200000 54.7 / 55.7 -> 53.1 / 52.7 us, 2^18 55.8 / 55.4 -> 52.8 / 52.7 us, 270000 79.3 / 78.8
-/// -> 77.6 / 78.5 us; at 2^16 (32 tiles) even (34.8 / 34.7 -> 35.0 / 34.8 us), and 40000 keys
-/// (20 tiles) lost (33.7 / 33.9 -> 35.1 / 34.6 us), as did pairs (2^18 67.9 / 68.0 -> 69.9 / 70.1
-/// us) and keys in tiles of 4096 (2^19 67.3 / 67.5 -> 71.2 / 71.2 us). Their segment passes take
-/// a chain module only where a chain is one the small sorts' 13 to 15 levels also meet (build.rs
-/// `CHAINS_ON_CHUNKS_OF_3`), and the plain build elsewhere: modules for the other chains of 16 to
-/// 19 levels were not built or measured.
+/// (never more than `max_fused`) in tiles of 2048, whose kernels then take the SMALL tile sort
+/// too; on the H100 (132 multiprocessors) the sorts of 32769 to 270336 keys. Every chain of
+/// chunks of 3 that their segment passes meet has a module of its own (build.rs
+/// `CHAINS_ON_CHUNKS_OF_3_BEYOND_2_15`). With those modules, against the build before them (which
+/// took chunks of 4 up to 32 tiles and ran the plain segment build at 16 to 19 levels), two
+/// processes each alternating (`docs/figures/h100-ab-chunk-3-chain-modules-beyond-2e15.txt`):
+/// 65537 keys 42.3 / 42.7 -> 41.3 / 40.9 us, 100000 43.0 / 42.9 -> 41.3 / 40.7 us, 2^17 42.4 /
+/// 43.3 -> 40.8 / 41.0 us, 200000 51.9 / 52.6 -> 49.6 / 49.0 us, 2^18 53.3 / 53.5 -> 50.1 / 50.4
+/// us, 270000 78.3 / 77.7 -> 76.8 / 77.5 us; and `--local-chunk 3` against the default in that
+/// build, 2^16 keys (32 tiles) 34.8 / 34.7 -> 34.0 / 33.8 us and 40000 (20 tiles) 33.6 / 34.6 ->
+/// 33.4 / 33.7 us (`docs/figures/h100-chunk-3-keys-2e16-and-pairs-with-modules.txt`). Pairs lost
+/// on chunks of 3 even with modules for every chain (2^16 45.9 / 45.2 -> 46.4 / 47.0 us, 2^18
+/// 66.8 / 66.8 -> 70.1 / 70.0 us), as did keys in tiles of 4096 without (2^19 67.3 / 67.5 ->
+/// 71.2 / 71.2 us, `docs/figures/h100-chunk-3-keys-tiles-of-2048.txt`).
 pub fn segment_chunk_for(
     n: usize,
     payload: Payload,
@@ -1330,10 +1328,10 @@ pub fn segment_chunk_for(
     segment_tile: Option<u32>,
     max_fused: Option<u32>,
 ) -> Option<u32> {
-    let wide = payload == Payload::Keys
+    let wide = chunk_for(n, max_fused).is_none()
+        && payload == Payload::Keys
         && width == KeyWidth::Bits32
-        && segment_tile == Some(WIDE_SEGMENT_CHUNK_TILE)
-        && n > WIDE_SEGMENT_CHUNK_TILES * WIDE_SEGMENT_CHUNK_TILE as usize;
+        && segment_tile == Some(WIDE_SEGMENT_CHUNK_TILE);
     wide.then(|| small_sort_chunk(max_fused))
 }
 
@@ -1439,16 +1437,20 @@ mod tests {
     use crate::shaders::Payload;
 
     #[test]
-    fn keys_in_more_than_32_segment_tiles_of_2048_take_chunks_of_three() {
+    fn keys_in_segment_tiles_of_2048_take_chunks_of_three() {
         let keys = |n: usize, tile: Option<u32>, fused: Option<u32>| {
             segment_chunk_for(n, Payload::Keys, KeyWidth::Bits32, tile, fused)
         };
-        assert_eq!(keys(32 * 2048 + 1, Some(2048), None), Some(3));
+        assert_eq!(keys((1 << 15) + 1, Some(2048), None), Some(3));
+        assert_eq!(keys(40_000, Some(2048), None), Some(3));
+        assert_eq!(keys(1 << 16, Some(2048), None), Some(3));
         assert_eq!(keys(1 << 18, Some(2048), None), Some(3));
         assert_eq!(keys(132 * 2048, Some(2048), Some(2)), Some(2));
-        assert_eq!(keys(1 << 16, Some(2048), None), None);
+        // Small sorts have theirs from chunk_for.
+        assert_eq!(keys(1 << 15, Some(2048), None), None);
         assert_eq!(keys(1 << 19, Some(4096), None), None);
         assert_eq!(keys(1 << 18, None, None), None);
+        assert_eq!(segment_chunk_for(1 << 16, Payload::Pairs, KeyWidth::Bits32, Some(2048), None), None);
         assert_eq!(segment_chunk_for(1 << 18, Payload::Pairs, KeyWidth::Bits32, Some(2048), None), None);
         assert_eq!(segment_chunk_for(1 << 18, Payload::Keys, KeyWidth::Bits64, Some(2048), None), None);
     }

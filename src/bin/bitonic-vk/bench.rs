@@ -61,9 +61,9 @@ pub struct BenchArgs {
     max_tile: Option<u32>,
     /// Cap the substages fused in registers per global pass (1 to 6; by default 6 for u32/i32/f32
     /// keys alone from 2048 tiles, else 5) and per local chunk (at most 5 for u32/i32/f32 keys alone
-    /// in tiles of 8192, 3 in sorts of up to 2^15 elements and for u32/i32/f32 keys alone in more
-    /// than 32 tiles of 2048, else 4); 1 is one substage per global pass, as NVIDIA's CUDA sample
-    /// does.
+    /// in tiles of 8192, 3 in sorts of up to 2^15 elements and for u32/i32/f32 keys alone in the
+    /// segment tiles of 2048 of larger sorts, else 4); 1 is one substage per global pass, as
+    /// NVIDIA's CUDA sample does.
     #[arg(long, value_name = "N")]
     max_fused: Option<u32>,
     /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
@@ -72,7 +72,8 @@ pub struct BenchArgs {
     local_wg: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1 to 5; default 5 for u32/i32/f32
     /// keys alone in tiles of 8192 or more, 3 in sorts of up to 2^15 elements and for u32/i32/f32
-    /// keys alone in more than 32 tiles of 2048, else 4, never more than --max-fused).
+    /// keys alone in the segment tiles of 2048 of larger sorts, else 4, never more than
+    /// --max-fused).
     #[arg(long, value_name = "N")]
     local_chunk: Option<u32>,
     /// The most workgroups of the tile sort, of a local merge and of a segment pass, each looping

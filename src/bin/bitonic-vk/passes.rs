@@ -52,7 +52,8 @@ pub struct PassesArgs {
     local_wg: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1 to 5; default 5 for u32/i32/f32
     /// keys alone in tiles of 8192 or more, 3 in sorts of up to 2^15 elements and for u32/i32/f32
-    /// keys alone in more than 32 tiles of 2048, else 4, never more than --max-fused).
+    /// keys alone in the segment tiles of 2048 of larger sorts, else 4, never more than
+    /// --max-fused).
     #[arg(long, value_name = "N")]
     local_chunk: Option<u32>,
     /// The most workgroups of the tile sort, of a local merge and of a segment pass, each looping
