@@ -83,10 +83,10 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
 const PERSISTENT_KERNELS: &[&str] = &["tile_sort", "segment_merge"];
 
 /// The kernels that are also built with `SMALL` (a tile of four elements per invocation for keys,
-/// two for pairs, in registers, with subgroup shuffles), every 4-byte-key build of them picked by the generated
-/// `spirv_small()` (8-byte keys never take it: `pipelines::small_tile_sort`): a module of its own,
-/// since its shuffle capability would keep a device without subgroup shuffles from making a
-/// pipeline of the plain build.
+/// two for pairs, in registers, with subgroup shuffles), every 4-byte-key build of them picked by
+/// the generated `spirv_small()` (8-byte keys never take it: `pipelines::small_tile_sort`): a
+/// module of its own, since its shuffle capability would keep a device without subgroup shuffles
+/// from making a pipeline of the plain build.
 const SMALL_KERNELS: &[&str] = &["tile_sort"];
 /// The key width of the SMALL builds (a `width` of `WIDTHS`).
 const SMALL_WIDTH: &str = "Bits32";

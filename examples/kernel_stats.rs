@@ -4,12 +4,14 @@
 //! constants the sorter would use on that device.
 //!
 //!     cargo run --release --example kernel_stats -- [--local-wg N] [--max-fused F] [--max-tile T]
-//!         [--shaped-n N]
+//!         [--local-chunk C] [--shaped-n N]
 //!
 //! With `--shaped-n`, the SHAPED segment_merge of every segment pass of a sort of N elements in
 //! the tiles of these options (`Plan::segmented`) is listed too, one row per shape: the module
 //! built for the shape's chain of chunks where there is one (build.rs `SHAPED_CHAIN_BUILDS`), as the
-//! sorter takes it.
+//! sorter takes it; every kernel then takes the local chunk the sorter gives a sort of N elements
+//! (3 for small sorts and for 4-byte keys alone in segment tiles of 2048), unless `--local-chunk`
+//! says otherwise.
 //!
 //! Registers decide occupancy: a workgroup of 1024 invocations at more than 32 registers each
 //! leaves room for one workgroup per streaming multiprocessor on the H100 (65536 registers), so a
@@ -21,6 +23,7 @@ use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use bitonic_vk::context::DeviceLimits;
 use bitonic_vk::pipelines::{geometry_for, local_chunk, shape_chain, shaped_constants, KernelOptions};
+use bitonic_vk::sorter::{chunk_for, segment_chunk_for};
 use bitonic_vk::plan::{PassKind, Plan};
 use bitonic_vk::push::PushConstants;
 use bitonic_vk::shaders::{spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, Payload, Variant};
@@ -42,7 +45,9 @@ struct Args {
     /// Substages per local chunk (1..=5; default: the sorter's).
     #[arg(long)]
     local_chunk: Option<u32>,
-    /// List the SHAPED segment_merge of each segment pass of a sort of this many elements.
+    /// List the SHAPED segment_merge of each segment pass of a sort of this many elements; every
+    /// kernel then takes the local chunk the sorter gives such a sort (`sorter::chunk_for`, else
+    /// `sorter::segment_chunk_for` with this tile as its segment tile) unless --local-chunk is given.
     #[arg(long)]
     shaped_n: Option<u32>,
 }
@@ -132,7 +137,11 @@ fn report(
     'builds: for width in [KeyWidth::Bits32, KeyWidth::Bits64] {
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
-            let chunk = local_chunk(payload, width, &geometry, options.local_chunk);
+            let sized = shaped_n.map(|n| n as usize).and_then(|n| {
+                chunk_for(n, options.max_fused)
+                    .or_else(|| segment_chunk_for(n, payload, width, Some(geometry.tile()), options.max_fused))
+            });
+            let chunk = local_chunk(payload, width, &geometry, options.local_chunk.or(sized));
             let local = vec![local_wg, geometry.tile(), chunk, 0];
             let merge = spirv(PassKind::LocalMerge, payload, width, Variant::Lean);
             let mut kernels = vec![
