@@ -125,8 +125,10 @@ const CHAINS_ON_CHUNKS_OF_3: ChainList = &[
 /// take chunks of 3 there: they lost on the H100 even with these modules built for them.
 const CHAINS_ON_CHUNKS_OF_3_BEYOND_2_15: ChainList =
     &[&[13, 11, 13, 9], &[13, 13, 5], &[13, 13, 11, 9], &[13, 13, 13, 5], &[13, 13, 13, 5, 6], &[13, 13, 39, 9]];
-/// The same on chunks of 4, which larger sorts take (16 to 19 levels), and a recorder binding
-/// whose capacity is above 2^15 in its shorter sorts too (13 to 19 levels).
+/// The same on chunks of 4, which sorts above 2^15 take where their tile of 2048 is not a segment
+/// tile (`--max-tile 2048` beyond 132 tiles on the H100, a device that reports no multiprocessors,
+/// such as lavapipe) or where chunks of 4 are asked for, and a recorder binding whose capacity
+/// takes them in its shorter sorts too (13 to 19 levels).
 const CHAINS_ON_CHUNKS_OF_4: ChainList = &[
     &[17, 5],
     &[17, 9],

@@ -666,9 +666,9 @@ mod tests {
         // Sorts in tiles of 2048, as plan::segment_tile gives them to sorts of 3 to 132 tiles on
         // the H100 (13 to 19 levels), with the local chunks they take: the standalone sorter's, 3
         // up to 2^15 (sorter::chunk_for) and for keys above (sorter::segment_chunk_for), else
-        // local_chunk's 4, and a recorder binding's shorter
-        // sorts, which keep its capacity's chunk (for keys 3 or 4, for pairs 4 where the capacity
-        // is above 2^15). Every chain of 4-byte keys alone has a module on either chunk, at
+        // local_chunk's 4 (for keys where the tile is not a segment tile), and a recorder binding's
+        // shorter sorts, which keep its capacity's chunk (for keys 3 or 4, for pairs 4 where the
+        // capacity is above 2^15). Every chain of 4-byte keys alone has a module on either chunk, at
         // every level; pairs' chains on chunks of 3 (up to 15 levels) have one too, and pairs on
         // chunks of 4 have none (they lost on the H100) and run the plain build.
         let geometry =

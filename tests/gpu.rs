@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use bitonic_vk::pipelines::{geometry_for, local_chunk, small_tile_sort, KernelOptions};
 use bitonic_vk::plan::Segment;
 use bitonic_vk::shaders::Payload;
-use bitonic_vk::sorter::chunk_for;
+use bitonic_vk::sorter::{chunk_for, segment_chunk_for};
 use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -203,9 +203,9 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
     // split-dispatch and extreme-key tests (eight invocations: fewer than a subgroup on the H100)
     // and the split-dispatch test's tiles of 8 (four: fewer than a subgroup on lavapipe too) take
     // its shared-memory path. This test keeps that coverage from going away unnoticed, and checks
-    // that sorts just above 2^15 in tiles of 2048 keep the plain build here (on a device that
-    // reports its multiprocessors, keys take the SMALL one again in segment tiles of 2048,
-    // sorter::segment_chunk_for; lavapipe reports none).
+    // that sorts just above 2^15 in tiles of 2048 keep the plain build, but for 4-byte keys on a
+    // device that reports its multiprocessors (the H100; lavapipe reports none): they take chunks
+    // of 3 in their segment tiles of 2048 (sorter::segment_chunk_for), and the SMALL build again.
     let limits = context().device_info().limits;
     assert!(limits.subgroup_shuffle, "the test device has no subgroup shuffles in compute shaders");
     let mut sorter = sorter();
@@ -218,7 +218,11 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
             let options = KernelOptions { max_tile: Some(tile), ..KernelOptions::default() };
             let (geometry, local_wg) = geometry_for(&limits, payload, KeyWidth::Bits32, options).expect("a geometry");
             assert_eq!(geometry.tile(), tile);
-            let chunk = chunk_for(n, None).unwrap_or_else(|| local_chunk(payload, KeyWidth::Bits32, &geometry, None));
+            let segment_tile = bitonic_vk::plan::segment_tile(n as u32, tile, limits.multiprocessors);
+            let chunk = chunk_for(n, None)
+                .or_else(|| segment_chunk_for(n, payload, KeyWidth::Bits32, segment_tile, None))
+                .unwrap_or_else(|| local_chunk(payload, KeyWidth::Bits32, &geometry, None));
+            let small = small || chunk == 3;
             let what = format!("pairs {pairs}, n {n}: a tile of {tile} on {local_wg} invocations, chunks of {chunk}");
             if small {
                 assert!(tile <= 2048, "{what}: the small sorts' tiles grew");
@@ -634,7 +638,8 @@ fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
     // chunks as specialization constants. The default tiles (whole-tile chunks of up to five
     // substages, cross chunks); tiles of 2048 (the default tiles of 8193 and 65536 on lavapipe
     // too), whose 4-byte keys, and pairs up to 2^15, run the modules built for their chains of
-    // chunks (build.rs SHAPED_CHAIN_BUILDS: local chunks of 3 up to 2^15, of 4 above; 8-byte
+    // chunks (build.rs SHAPED_CHAIN_BUILDS: local chunks of 3 up to 2^15, and for 4-byte keys in
+    // segment tiles of 2048 above where the device reports its multiprocessors, else 4; 8-byte
     // keys, and pairs on chunks of 4, take the chains from specialization constants); the same
     // tiles with chunks of 4 below 2^15 (a recorder binding's shorter sorts) and at 19 levels
     // (270000: 132 tiles, with passes of one coset per workgroup, as the H100 runs them), and
