@@ -149,7 +149,8 @@ const CHAINS_ON_CHUNKS_OF_4: ChainList = &[
 /// Batched, BatchedCount), and their chains: 4-byte keys alone on both chunks, 4-byte keys with
 /// u32 values on chunks of 3 up to 15 levels. The chains of pairs on chunks of 4 (measured from
 /// 2^16 pairs up) and those of tiles of 4096 and 8192, of keys or pairs, were built and measured
-/// too, and lost on the H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per chain").
+/// too, and lost on the H100 (docs/PERFORMANCE.md, lever table, "Segment passes on a module per
+/// chain").
 const SHAPED_CHAIN_BUILDS: &[(&str, &str, &[ChainList])] = &[
     ("Keys", "Bits32", &[CHAINS_ON_CHUNKS_OF_3, CHAINS_ON_CHUNKS_OF_3_BEYOND_2_15, CHAINS_ON_CHUNKS_OF_4]),
     ("Pairs", "Bits32", &[CHAINS_ON_CHUNKS_OF_3]),

@@ -26,7 +26,7 @@ use bitonic_vk::pipelines::{geometry_for, local_chunk, shape_chain, shaped_const
 use bitonic_vk::plan::{PassKind, Plan};
 use bitonic_vk::push::PushConstants;
 use bitonic_vk::shaders::{spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, Payload, Variant};
-use bitonic_vk::sorter::{chunk_for, segment_chunk_for};
+use bitonic_vk::sorter::sized_chunk_for;
 use bitonic_vk::ContextDesc;
 use bitonic_vk::KeyWidth;
 use clap::Parser;
@@ -46,8 +46,8 @@ struct Args {
     #[arg(long)]
     local_chunk: Option<u32>,
     /// List the SHAPED segment_merge of each segment pass of a sort of this many elements; every
-    /// kernel then takes the local chunk the sorter gives such a sort (`sorter::chunk_for`, else
-    /// `sorter::segment_chunk_for` with this tile as its segment tile) unless --local-chunk is given.
+    /// kernel then takes the local chunk the sorter gives such a sort (`sorter::sized_chunk_for`,
+    /// with this tile as its segment tile) unless --local-chunk is given.
     #[arg(long)]
     shaped_n: Option<u32>,
 }
@@ -137,10 +137,9 @@ fn report(
     'builds: for width in [KeyWidth::Bits32, KeyWidth::Bits64] {
         for payload in [Payload::Keys, Payload::Pairs] {
             let (geometry, local_wg) = geometry_for(limits, payload, width, options)?;
-            let sized = shaped_n.map(|n| n as usize).and_then(|n| {
-                chunk_for(n, options.max_fused)
-                    .or_else(|| segment_chunk_for(n, payload, width, Some(geometry.tile()), options.max_fused))
-            });
+            let sized = shaped_n
+                .map(|n| n as usize)
+                .and_then(|n| sized_chunk_for(n, payload, width, Some(geometry.tile()), options.max_fused));
             let chunk = local_chunk(payload, width, &geometry, options.local_chunk.or(sized));
             let local = vec![local_wg, geometry.tile(), chunk, 0];
             let merge = spirv(PassKind::LocalMerge, payload, width, Variant::Lean);

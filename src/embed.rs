@@ -522,8 +522,7 @@ impl SortRecorder {
 
     /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n:
     /// the tile of [`plan::segment_tile`] where the binding's sorts may take segment passes, else
-    /// the sorter's `tile_for`; the chunk of the sorter's `chunk_for`, else its
-    /// `segment_chunk_for`. A `batched` binding takes `tile_for`: its capacity holds many
+    /// the sorter's `tile_for`; the chunk of the sorter's `sized_chunk_for`. A `batched` binding takes `tile_for`: its capacity holds many
     /// arrays, and a tile sized to spread one array of the capacity over the multiprocessors
     /// would cut shorter arrays into several tiles where `tile_for`'s holds each in one (one
     /// pass). Not measured on a GPU: batched bindings keep the tiles they had before segment tiles.
@@ -537,8 +536,7 @@ impl SortRecorder {
         options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
         if options.local_chunk.is_none() {
             let n = capacity as usize;
-            options.local_chunk = crate::sorter::chunk_for(n, options.max_fused)
-                .or_else(|| crate::sorter::segment_chunk_for(n, payload, width, segment_tile, options.max_fused));
+            options.local_chunk = crate::sorter::sized_chunk_for(n, payload, width, segment_tile, options.max_fused);
         }
         Ok(options)
     }

@@ -664,11 +664,11 @@ mod tests {
     #[test]
     fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {
         // Sorts in tiles of 2048, as plan::segment_tile gives them to sorts of 3 to 132 tiles on
-        // the H100 (13 to 19 levels), with the local chunks they take: the standalone sorter's, 3
-        // up to 2^15 (sorter::chunk_for) and for keys above (sorter::segment_chunk_for), else
-        // local_chunk's 4 (for keys where the tile is not a segment tile), and a recorder binding's
-        // shorter sorts, which keep its capacity's chunk (for keys 3 or 4, for pairs 4 where the
-        // capacity is above 2^15). Every chain of 4-byte keys alone has a module on either chunk, at
+        // the H100 (13 to 19 levels), with the local chunks they take: the standalone sorter's
+        // (sorter::sized_chunk_for: 3 up to 2^15, and for keys above), else local_chunk's 4 (for
+        // keys where the tile is not a segment tile), and a recorder binding's shorter sorts,
+        // which keep its capacity's chunk (for keys 3 or 4, for pairs 4 where the capacity is
+        // above 2^15). Every chain of 4-byte keys alone has a module on either chunk, at
         // every level; pairs' chains on chunks of 3 (up to 15 levels) have one too, and pairs on
         // chunks of 4 have none (they lost on the H100) and run the plain build.
         let geometry =
@@ -677,15 +677,13 @@ mod tests {
         for levels in 13..=19u32 {
             // The shortest sort of `levels` levels: its plan is that of every such sort.
             let n = (1u32 << (levels - 1)) + 1;
-            let standalone = crate::sorter::chunk_for(n as usize, None);
-            let keys = standalone.or_else(|| {
-                crate::sorter::segment_chunk_for(n as usize, Payload::Keys, KeyWidth::Bits32, Some(2048), None)
-            });
+            let standalone =
+                |payload| crate::sorter::sized_chunk_for(n as usize, payload, KeyWidth::Bits32, Some(2048), None);
             for (payload, requested) in [
-                (Payload::Keys, keys),
+                (Payload::Keys, standalone(Payload::Keys)),
                 (Payload::Keys, Some(3)),
                 (Payload::Keys, Some(4)),
-                (Payload::Pairs, standalone),
+                (Payload::Pairs, standalone(Payload::Pairs)),
                 (Payload::Pairs, Some(4)),
             ] {
                 let geometry = geometry(payload);
@@ -698,12 +696,6 @@ mod tests {
                     for variant in [Variant::Lean, Variant::Batched, Variant::BatchedCount] {
                         let module =
                             spirv_shaped_chain(PassKind::SegmentMerge, payload, KeyWidth::Bits32, variant, &chain);
-                        // Pairs never run chunks of 3 beyond 15 levels (2^15 elements): the
-                        // standalone sorter gives them 4 there and a recorder binding of a
-                        // larger capacity 4 too, so their modules stop at 15 levels.
-                        if chunk == 3 && levels > 15 && payload == Payload::Pairs {
-                            continue;
-                        }
                         let wanted = chunk == 3 || payload == Payload::Keys;
                         assert_eq!(
                             module.is_some(),

@@ -1335,6 +1335,19 @@ pub fn segment_chunk_for(
     wide.then(|| small_sort_chunk(max_fused))
 }
 
+/// The local chunk the sorter and the recorder take for a sort of n elements whose segment passes
+/// (if any) run in `segment_tile`, where it is not [`crate::pipelines::local_chunk`]'s default:
+/// [`chunk_for`], else [`segment_chunk_for`]. None leaves the default.
+pub fn sized_chunk_for(
+    n: usize,
+    payload: Payload,
+    width: KeyWidth,
+    segment_tile: Option<u32>,
+    max_fused: Option<u32>,
+) -> Option<u32> {
+    chunk_for(n, max_fused).or_else(|| segment_chunk_for(n, payload, width, segment_tile, max_fused))
+}
+
 /// The tile cap for a sort of n elements: as large as shared memory allows (the cap may be above
 /// it), but small enough that there are at least [`TILES_WANTED`] tiles, down to
 /// [`SMALLEST_SIZED_TILE`]; sorts of at most [`SMALL_SORT_TILE`] elements get that tile instead.

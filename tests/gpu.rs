@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use bitonic_vk::pipelines::{geometry_for, local_chunk, small_tile_sort, KernelOptions};
 use bitonic_vk::plan::Segment;
 use bitonic_vk::shaders::Payload;
-use bitonic_vk::sorter::{chunk_for, segment_chunk_for};
+use bitonic_vk::sorter::sized_chunk_for;
 use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -219,8 +219,7 @@ fn small_sorts_take_the_subgroup_tile_sort_here() {
             let (geometry, local_wg) = geometry_for(&limits, payload, KeyWidth::Bits32, options).expect("a geometry");
             assert_eq!(geometry.tile(), tile);
             let segment_tile = bitonic_vk::plan::segment_tile(n as u32, tile, limits.multiprocessors);
-            let chunk = chunk_for(n, None)
-                .or_else(|| segment_chunk_for(n, payload, KeyWidth::Bits32, segment_tile, None))
+            let chunk = sized_chunk_for(n, payload, KeyWidth::Bits32, segment_tile, None)
                 .unwrap_or_else(|| local_chunk(payload, KeyWidth::Bits32, &geometry, None));
             let small = small || chunk == 3;
             let what = format!("pairs {pairs}, n {n}: a tile of {tile} on {local_wg} invocations, chunks of {chunk}");
@@ -645,10 +644,9 @@ fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
     // (270000: 132 tiles, with passes of one coset per workgroup, as the H100 runs them), and
     // with chunks of 3 at 16 and 19 levels (as 4-byte keys take them in tiles of 2048 above 2^15
     // on the H100, sorter::segment_chunk_for; lavapipe reports no multiprocessors, so only asked
-    // for); tiles
-    // of 256 with three substages per chunk and a carried run of 32; tiles of 64 with one (every
-    // chunk a single substage: the most chunks a shape has), and a dispatch cap that splits the
-    // passes. Sizes of a power of two, where every coset is real, and others, where the last ones
+    // for); tiles of 256 with three substages per chunk and a carried run of 32; tiles of 64 with
+    // one (every chunk a single substage: the most chunks a shape has), and a dispatch cap that
+    // splits the passes. Sizes of a power of two, where every coset is real, and others, where the last ones
     // hold virtual elements.
     let mut rng = rng("shaped segments");
     for (max_tile, max_fused, chunk, merge_groups, max_groups, run, sizes) in [
