@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use bitonic_vk::timing::WarmUp;
 use bitonic_vk::{Context, ContextDesc, DeviceType, Order};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
@@ -73,12 +74,12 @@ fn sort(sorter: &mut bitonic_vk::Sorter, keys: &mut [u32], values: &mut [u32]) -
     stats.unwrap_or_else(|e| panic!("sort: {e}"))
 }
 
-/// GPU work before timing where the GPU may have idled, and the idle time that counts: between
-/// separate sorts a GPU drops to its idle clock (the H100 within milliseconds), and a few hundred
-/// milliseconds of steady work bring it back. Without this, criterion's "gpu passes" read the H100
-/// up to five times slower than `bitonic-vk bench` at some sizes (2^20 u32 keys 410 us against
-/// 88 us, 2^16 u32 pairs 216 us against 46 us).
-const WARM_UP: Duration = Duration::from_millis(500);
+/// Where the GPU may have idled (nothing from here for this long), it is warmed before timing
+/// until a sort's time stops falling ([`WarmUp`]): between separate sorts a GPU drops to its idle
+/// clock (the H100 within milliseconds), and short bursts of work do not bring it back. With a
+/// fixed half-second warm-up, criterion's single sorts on the H200 read 4096 u32 keys at 50 us
+/// throughout and 2^20 keys at 248 us for three samples and 84 us after, where `bitonic-vk bench`
+/// reads 86 us; before any warm-up, up to five times slower than `bench` on the H100.
 const IDLE: Duration = Duration::from_millis(20);
 /// Untimed sorts at the head of each command buffer, for about this much GPU time (as `bench`
 /// does), so that the host's copying between buffers leaves the clock up; at most 240 sorts a
@@ -88,9 +89,15 @@ const PER_BUFFER: u32 = 240;
 const TIMED_PER_BUFFER: u32 = 200;
 
 /// The GPU time of `iters` sorts of `input` run back to back on the GPU, in command buffers of at
-/// most [`TIMED_PER_BUFFER`] timed sorts after untimed ones ([`LEAD`]); first [`WARM_UP`] of
-/// untimed sorts where the GPU has had nothing from here for [`IDLE`] (`busy_until`); neither with
-/// `warm` false (a CPU device, which has no clock to bring up).
+/// most [`TIMED_PER_BUFFER`] timed sorts after untimed ones ([`LEAD`]); first untimed sorts until
+/// their time settles ([`WarmUp`]) where the GPU has had nothing from here for [`IDLE`]
+/// (`busy_until`); neither with `warm` false (a CPU device, which has no clock to bring up).
+///
+/// Each command buffer counts as its timed sorts times their median, the statistic `bitonic-vk
+/// bench` reports: a single sort stretched by a stall of the GPU (a clock change, the host's
+/// submission) is milliseconds long and would otherwise move the mean of a buffer of small sorts
+/// several times over. With `BITONIC_VK_BENCH_TRACE` set, each call also prints to stderr the
+/// spread of its sorts and the mean it would have read instead.
 fn back_to_back(
     sorter: &mut bitonic_vk::Sorter,
     (keys, values): &Input,
@@ -102,25 +109,36 @@ fn back_to_back(
         let mut keys = keys.clone();
         let mut values = values.clone();
         let values = (!values.is_empty()).then_some(&mut values[..]);
-        sorter.time_repeated(&mut keys, values, Order::Ascending, reps).unwrap_or_else(|e| panic!("sort: {e}"))
+        let times =
+            sorter.time_repeated(&mut keys, values, Order::Ascending, reps).unwrap_or_else(|e| panic!("sort: {e}"));
+        if times.is_empty() {
+            panic!("the device records no timestamps, so the GPU time of a sort cannot be read");
+        }
+        times
+    };
+    let median = |times: &[Duration]| {
+        let mut sorted = times.to_vec();
+        sorted.sort();
+        sorted[sorted.len() / 2]
     };
     // A sort's GPU time, from the median of the last buffer's.
     let mut estimate = Duration::from_micros(1);
-    let observe = |times: &[Duration], estimate: &mut Duration| {
-        let mut sorted = times.to_vec();
-        sorted.sort();
-        if let Some(median) = sorted.get(sorted.len() / 2) {
-            *estimate = (*median).max(Duration::from_micros(1));
-        }
-    };
-    if warm && busy_until.is_none_or(|t| t.elapsed() > IDLE) {
-        let start = Instant::now();
-        while start.elapsed() < WARM_UP {
+    let warmed = warm && busy_until.is_none_or(|t| t.elapsed() > IDLE);
+    let mut warm_up = WarmUp::new();
+    let mut warm_medians = Vec::new();
+    if warmed {
+        loop {
             let reps = (LEAD.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, f64::from(PER_BUFFER)) as u32;
-            observe(&run(reps), &mut estimate);
+            let typical = median(&run(reps));
+            warm_medians.push(format!("{:.1}", typical.as_secs_f64() * 1e6));
+            estimate = typical.max(Duration::from_micros(1));
+            if warm_up.settled(typical) {
+                break;
+            }
         }
     }
     let mut total = Duration::ZERO;
+    let (mut sum, mut fastest, mut slowest, mut buffers) = (Duration::ZERO, Duration::MAX, Duration::ZERO, 0);
     let mut left = iters;
     while left > 0 {
         let reps = left.min(u64::from(TIMED_PER_BUFFER)) as u32;
@@ -130,11 +148,33 @@ fn back_to_back(
             0
         };
         let times = run(lead + reps);
-        observe(&times, &mut estimate);
-        total += times.iter().skip(lead as usize).sum::<Duration>();
+        let timed = &times[lead as usize..];
+        let typical = median(timed);
+        estimate = typical.max(Duration::from_micros(1));
+        total += typical * reps;
+        sum += timed.iter().sum::<Duration>();
+        fastest = fastest.min(timed.iter().copied().min().unwrap_or(typical));
+        slowest = slowest.max(timed.iter().copied().max().unwrap_or(typical));
+        buffers += 1;
         left -= u64::from(reps);
     }
     *busy_until = Some(Instant::now());
+    if std::env::var_os("BITONIC_VK_BENCH_TRACE").is_some() {
+        eprintln!(
+            "trace: n {} {}: {iters} sorts in {buffers} buffers{}: median-based {:.2?}, mean {:.2?}, min {:.2?}, max {:.2?} per sort",
+            keys.len(),
+            if values.is_empty() { "keys" } else { "pairs" },
+            if warmed {
+                format!(" after {:.2?} of warm-up (batch medians, us: {})", warm_up.elapsed(), warm_medians.join(" "))
+            } else {
+                String::new()
+            },
+            total.div_f64(iters as f64),
+            sum.div_f64(iters as f64),
+            fastest,
+            slowest
+        );
+    }
     total
 }
 

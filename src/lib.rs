@@ -70,6 +70,7 @@ pub mod push;
 pub mod record;
 pub mod shaders;
 pub mod sorter;
+pub mod timing;
 
 pub use context::{
     list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
+use bitonic_vk::timing::WarmUp;
 use bitonic_vk::{Calibration, Context, DeviceType, Order, Sorter, SorterDesc};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -149,8 +150,8 @@ pub struct Row {
     verified: bool,
 }
 
-/// How long `bench` keeps a GPU busy before timing, and in batches of about how long.
-const WARM_UP: Duration = Duration::from_millis(500);
+/// `bench` keeps a GPU busy before timing until a sort's time settles (`timing::WarmUp`), in
+/// batches of about this long.
 const WARM_BATCH: Duration = Duration::from_millis(100);
 /// Untimed GPU work at the start of the timed command buffer.
 const IN_BUFFER_WARM_UP: Duration = Duration::from_millis(300);
@@ -358,7 +359,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         },
         args.reps,
         args.warmup,
-        if cpu_device { "" } else { " (on a GPU: after half a second of the same work, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },
+        if cpu_device { "" } else { " (on a GPU: after the same work until its time settled, 1 to 3 s, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },
         args.reps,
         rayon::current_num_threads(),
         args.reps,
@@ -448,23 +449,29 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
 
     // GPU time from back-to-back sorts in one command buffer: between separate sorts the host
     // checks results and a GPU drops to its idle clock, which takes a few hundred milliseconds of
-    // steady work to come back. So first keep it busy for half a second in batches of ~0.1 s,
-    // and then start the timed command buffer itself with ~0.3 s of untimed sorts (as many as
-    // fit under the 240 a command buffer takes): between batches the host copies the input, and
-    // at 2^24 keys that gap alone let the H100 clock down again.
+    // steady work to come back. So first keep it busy in batches of ~0.1 s until a sort's time
+    // has stopped falling (timing::WarmUp: at least a second, at most three), and then
+    // start the timed command buffer itself with ~0.3 s of untimed sorts (as many as fit under
+    // the 240 a command buffer takes): between batches the host copies the input, and at 2^24
+    // keys that gap alone let the H100 clock down again.
     let mut keys = input.clone();
     let mut values = indices.clone();
     let mut untimed = args.warmup;
     if case.gpu_warm_up {
         let mut estimate = median(&wall_times).max(Duration::from_micros(1));
-        let warm_until = Instant::now() + WARM_UP;
-        while Instant::now() < warm_until {
+        let mut warm_up = WarmUp::new();
+        loop {
             let batch = (WARM_BATCH.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 240.0) as u32;
             let (mut k, mut v) = (keys.clone(), values.clone());
             let mut times = sorter.time_repeated(&mut k, pairs.then_some(&mut v[..]), order, batch)?;
-            if !times.is_empty() {
-                times.sort();
-                estimate = median(&times).max(Duration::from_micros(1));
+            if times.is_empty() {
+                break;
+            }
+            times.sort();
+            let typical = median(&times);
+            estimate = typical.max(Duration::from_micros(1));
+            if warm_up.settled(typical) {
+                break;
             }
         }
         let lead = (IN_BUFFER_WARM_UP.as_secs_f64() / estimate.as_secs_f64()).ceil() as u32;

@@ -1,0 +1,154 @@
+//! Measuring a GPU honestly: when it has run long enough to be timed.
+//!
+//! A GPU that has idled, or has had only short bursts of work, runs at a low clock, and its
+//! governor raises the clock only after some time of steady load, sometimes in steps. How long
+//! that takes is the driver's affair: on the H200 (driver 580), back-to-back sorts of 2^16 u32
+//! keys read 125 us for the first 0.6 s of batches and 32 us after, and those of 4096 keys 55 us,
+//! then 44 us, and 13 us only after some seconds. A fixed warm-up is therefore too short for some
+//! sizes or wasted on others, and a time that is flat for a while can still drop, so [`WarmUp`]
+//! has a floor and past it keeps the GPU busy until a sort's time has stopped falling.
+
+use std::time::{Duration, Instant};
+
+/// The rule for when warming up can stop, counted from the end of the first batch: at least
+/// [`WarmUp::AT_LEAST`] of work, then until the median time of a batch of sorts has not improved
+/// by more than 5 % for [`WarmUp::SETTLED`] and the latest batch is within 5 % of the best; never
+/// more than [`WarmUp::AT_MOST`] (a GPU whose clock never rises for this work is then timed as it
+/// runs it).
+///
+/// ```
+/// use bitonic_vk::timing::WarmUp;
+/// use std::time::Duration;
+///
+/// let mut warm = WarmUp::new();
+/// loop {
+///     // Run a batch of untimed sorts (about 0.1 s of GPU work) and take their median time.
+///     std::thread::sleep(Duration::from_millis(50));
+///     let median = Duration::from_micros(85);
+///     if warm.settled(median) {
+///         break;
+///     }
+/// }
+/// assert!(warm.elapsed() >= WarmUp::AT_LEAST);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct WarmUp {
+    /// When the first batch ended: the warm-up counts from there, since that batch's wall time
+    /// also holds one-off costs (buffers allocated, pipelines made for a new length: seconds for
+    /// some lengths on the H200), which keep the GPU idle.
+    start: Option<Instant>,
+    best: Option<Duration>,
+    /// The median that last improved on the one before it by more than 5 %, and when.
+    improved: Option<(Duration, Instant)>,
+}
+
+impl WarmUp {
+    /// The least warm-up, whatever the times read.
+    pub const AT_LEAST: Duration = Duration::from_secs(1);
+    /// How long the best time must stand before the clock counts as settled.
+    pub const SETTLED: Duration = Duration::from_millis(500);
+    /// The most warm-up.
+    pub const AT_MOST: Duration = Duration::from_secs(3);
+
+    /// A warm-up with no batch run yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the median sort time of the batch just run and says whether warming can stop.
+    pub fn settled(&mut self, median: Duration) -> bool {
+        self.settled_at(median, Instant::now())
+    }
+
+    /// The best (lowest) median seen so far.
+    pub fn best(&self) -> Option<Duration> {
+        self.best
+    }
+
+    /// How long the warm-up has run since its first batch.
+    pub fn elapsed(&self) -> Duration {
+        self.start.map_or(Duration::ZERO, |start| start.elapsed())
+    }
+
+    fn settled_at(&mut self, median: Duration, now: Instant) -> bool {
+        let start = *self.start.get_or_insert(now);
+        let best = self.best.map_or(median, |best| best.min(median));
+        self.best = Some(best);
+        let improved_at = match self.improved {
+            Some((reference, at)) if median.as_secs_f64() >= reference.as_secs_f64() * 0.95 => at,
+            _ => {
+                self.improved = Some((median, now));
+                now
+            }
+        };
+        let elapsed = now.saturating_duration_since(start);
+        let still = now.saturating_duration_since(improved_at);
+        elapsed >= Self::AT_MOST
+            || (elapsed >= Self::AT_LEAST
+                && still >= Self::SETTLED
+                && median.as_secs_f64() <= best.as_secs_f64() * 1.05)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(us: u64) -> Duration {
+        Duration::from_micros(us)
+    }
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    /// Feeds `medians` one every 100 ms, the first after 5 s (a batch that made pipelines), and
+    /// returns after how many batches the rule stopped.
+    fn batches_until_settled(medians: impl IntoIterator<Item = Duration>) -> Option<usize> {
+        let mut warm = WarmUp::new();
+        let base = Instant::now() + Duration::from_secs(5);
+        medians
+            .into_iter()
+            .enumerate()
+            .find_map(|(i, median)| warm.settled_at(median, base + ms(100) * i as u32).then_some(i + 1))
+    }
+
+    #[test]
+    fn the_first_batch_never_settles_it() {
+        let mut warm = WarmUp::new();
+        assert!(!warm.settled_at(us(85), Instant::now() + Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn a_steady_clock_stops_after_the_least_warm_up_and_the_settling_time() {
+        // Counted from the first batch, settled from 0.5 s, but not before 1 s.
+        assert_eq!(batches_until_settled(std::iter::repeat_n(us(85), 40)), Some(11));
+    }
+
+    #[test]
+    fn a_clock_that_rises_late_keeps_it_warming() {
+        // 248 us for 0.6 s, then 84 us: the drop at batch 8 (0.7 s) restarts the settling time.
+        let medians = (1..=40).map(|i| if i <= 7 { us(248) } else { us(84) });
+        assert_eq!(batches_until_settled(medians), Some(13));
+    }
+
+    #[test]
+    fn small_wobbles_do_not_count_as_improvement() {
+        // Alternating 4 % apart, as small sorts do: less than 5 %, so it settles as if steady.
+        let medians = (1..=40).map(|i| if i % 2 == 0 { us(100) } else { us(96) });
+        assert_eq!(batches_until_settled(medians), Some(11));
+    }
+
+    #[test]
+    fn a_batch_slower_than_the_best_waits_for_a_good_one() {
+        // Steady at 100 us, but batch 11 reads 150 us: stop at the next batch back near the best.
+        let medians = (1..=40).map(|i| if i == 11 { us(150) } else { us(100) });
+        assert_eq!(batches_until_settled(medians), Some(12));
+    }
+
+    #[test]
+    fn a_clock_that_keeps_falling_stops_at_the_most() {
+        let medians = (1..=40).map(|i| us(1000 - 20 * i));
+        assert_eq!(batches_until_settled(medians), Some(31));
+    }
+}
