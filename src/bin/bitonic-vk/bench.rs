@@ -359,7 +359,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         },
         args.reps,
         args.warmup,
-        if cpu_device { "" } else { " (on a GPU: after the same work until its time settled, 1 to 3 s, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },
+        if cpu_device { "" } else { " (on a GPU: after the same work until its time settled, 2 to 4 s, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },
         args.reps,
         rayon::current_num_threads(),
         args.reps,
@@ -450,7 +450,7 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
     // GPU time from back-to-back sorts in one command buffer: between separate sorts the host
     // checks results and a GPU drops to its idle clock, which takes a few hundred milliseconds of
     // steady work to come back. So first keep it busy in batches of ~0.1 s until a sort's time
-    // has stopped falling (timing::WarmUp: at least a second, at most three), and then
+    // has stopped falling (timing::WarmUp: at least two seconds, at most four), and then
     // start the timed command buffer itself with ~0.3 s of untimed sorts (as many as fit under
     // the 240 a command buffer takes): between batches the host copies the input, and at 2^24
     // keys that gap alone let the H100 clock down again.
