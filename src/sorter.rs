@@ -19,6 +19,7 @@ use crate::plan::{pass_count, Plan, MAX_ELEMENTS};
 use crate::push::PushConstants;
 use crate::record::{self, BarrierFlavor, Encoder as _, PassBarrier};
 use crate::shaders::{Build, Payload, Variant};
+use crate::timing::WarmUp;
 
 /// How to create a [`Sorter`].
 #[derive(Clone, Debug, Default)]
@@ -128,6 +129,9 @@ const MAX_TIMED_REPS: u32 = 240;
 const PROBE_LEAD: Duration = Duration::from_millis(300);
 /// ... in at most this many copies.
 const MAX_LEAD_COPIES: f64 = 8192.0;
+/// Before that command buffer, on a GPU, the calibration runs copies in command buffers of about
+/// this long until a copy's time settles ([`WarmUp`]).
+const PROBE_WARM_BATCH: Duration = Duration::from_millis(100);
 
 /// Sorts of fewer than this many tiles of the largest size get smaller tiles.
 const TILES_WANTED: usize = 32;
@@ -187,6 +191,11 @@ pub struct Calibration {
     pub dispatch_and_barrier: Duration,
     /// GPU time per empty dispatch in a chain with no barriers.
     pub dispatch_alone: Duration,
+    /// How long the copies ran before the probes, until a copy's time had settled
+    /// ([`crate::timing::WarmUp`]); zero on a CPU device.
+    pub warm_up: Duration,
+    /// What the first copy alone moved, before any warm-up: how far from settled the device was.
+    pub cold_copy_bytes_per_second: f64,
 }
 
 impl Calibration {
@@ -702,8 +711,8 @@ impl Sorter {
     /// Measures the pass model's costs on this device: the median over `reps` runs of a vec4 copy
     /// of `elements` u32 words (rounded down to a multiple of 4) between the sorter's two device
     /// buffers, and of chains of `chain` empty dispatches with and without barriers, all in one
-    /// command buffer (on a GPU after about 0.3 s of untimed copies). `None` where the queue has
-    /// no timestamps.
+    /// command buffer (on a GPU after copies until a copy's time settles, 2 to 4 s, and about 0.3 s
+    /// more of them in the same command buffer). `None` where the queue has no timestamps.
     pub fn calibrate(&mut self, elements: usize, chain: u32, reps: u32) -> Result<Option<Calibration>> {
         if self.queries == vk::QueryPool::null() {
             return Ok(None);
@@ -742,13 +751,37 @@ impl Sorter {
         // the work ahead of them. Early in the first process on a fresh H100 the probes often read
         // about half speed (a copy at 1493 GB/s, a dispatch + barrier at 4.1 us, with the SM clock
         // already at 1980 MHz; 2731 GB/s and 1.3 us right after a batch of 2^24-key sorts). The
-        // lead avoided that on one of three fresh machines; docs/PERFORMANCE.md has the runs. A
-        // CPU device gets no lead, which would only add to its time.
-        let first = self.timed(true, record_copy)?;
-        let lead = if self.ctx.shared.info.device_type == DeviceType::Cpu {
+        // lead avoided that on one of three fresh machines; docs/PERFORMANCE.md has the runs. The
+        // H200 read 1485 to 1576 GB/s and 2.8 to 3.4 us with that lead in some processes, 3.8 TB/s
+        // and 1.26 us in others, while the sorts of the same processes, timed after their own
+        // warm-up, read their usual times; so the copies now also warm up as the sorts do, in
+        // command buffers of their own until a copy's time settles. A CPU device gets neither,
+        // which would only add to its time.
+        let cpu = self.ctx.shared.info.device_type == DeviceType::Cpu;
+        let mut per_copy = self.timed(true, record_copy)?.max(Duration::from_nanos(100));
+        let cold = per_copy;
+        let mut warm_up = WarmUp::new();
+        if !cpu {
+            loop {
+                let copies =
+                    (PROBE_WARM_BATCH.as_secs_f64() / per_copy.as_secs_f64()).ceil().clamp(1.0, MAX_LEAD_COPIES) as u32;
+                let batch = self.timed(true, |device, cmd| {
+                    for _ in 0..copies {
+                        record_copy(device, cmd);
+                        record::compute_barrier(device, cmd);
+                    }
+                })?;
+                per_copy = (batch / copies).max(Duration::from_nanos(100));
+                if warm_up.settled(per_copy) {
+                    break;
+                }
+            }
+        }
+        let warmed = warm_up.elapsed();
+        let lead = if cpu {
             0
         } else {
-            (PROBE_LEAD.as_secs_f64() / first.as_secs_f64().max(1e-7)).ceil().min(MAX_LEAD_COPIES) as u32
+            (PROBE_LEAD.as_secs_f64() / per_copy.as_secs_f64()).ceil().min(MAX_LEAD_COPIES) as u32
         };
         // Per rep: the copy, the chain with barriers, the chain without; each between two
         // timestamps, with a barrier before each so that no probe overlaps the work before it.
@@ -794,6 +827,8 @@ impl Sorter {
             copy_bytes_per_second: 2.0 * bytes as f64 / median(0, 1).as_secs_f64(),
             dispatch_and_barrier: median(1, chain),
             dispatch_alone: median(2, chain),
+            warm_up: warmed,
+            cold_copy_bytes_per_second: 2.0 * bytes as f64 / cold.as_secs_f64(),
         }))
     }
 

@@ -16,7 +16,8 @@ use bitonic_vk::pipelines::{geometry_for, local_chunk, small_tile_sort, KernelOp
 use bitonic_vk::plan::Segment;
 use bitonic_vk::shaders::Payload;
 use bitonic_vk::sorter::sized_chunk_for;
-use bitonic_vk::{Context, ContextDesc, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
+use bitonic_vk::timing::WarmUp;
+use bitonic_vk::{Context, ContextDesc, DeviceType, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -848,6 +849,12 @@ fn calibration_measures_the_pass_model_and_leaves_the_sorter_usable() {
     assert!(c.copy_bytes_per_second > 0.0 && c.copy_bytes_per_second.is_finite(), "{c:?}");
     assert!(c.dispatch_and_barrier > std::time::Duration::ZERO, "{c:?}");
     assert!(c.predict(10, 1e6) > c.predict(5, 1e6), "{c:?}");
+    // A GPU's probes follow copies until a copy's time settles; a CPU device's follow none.
+    if context().device_info().device_type == DeviceType::Cpu {
+        assert_eq!(c.warm_up, std::time::Duration::ZERO, "{c:?}");
+    } else {
+        assert!(c.warm_up >= WarmUp::AT_LEAST, "{c:?}");
+    }
     let input: Vec<u64> = (0..70_001).map(|_| rng.random()).collect();
     check(&mut sorter, KeyKind::U32, Order::Ascending, true, &input, "after calibration");
     assert_validation_clean();

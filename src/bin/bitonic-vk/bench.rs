@@ -250,10 +250,19 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         sorter.calibrate(calibration_size, if cpu_device { 50 } else { 500 }, if cpu_device { 3 } else { 10 })?;
     if let Some(c) = &calibration {
         println!(
-            "pass model: vec4 copy of {calibration_size} u32 moves {:.0} GB/s (read + write); empty dispatch + barrier {:.2} us, empty dispatch alone {:.2} us",
+            "pass model: vec4 copy of {calibration_size} u32 moves {:.0} GB/s (read + write); empty dispatch + barrier {:.2} us, empty dispatch alone {:.2} us{}",
             c.copy_bytes_per_second / 1e9,
             c.dispatch_and_barrier.as_secs_f64() * 1e6,
-            c.dispatch_alone.as_secs_f64() * 1e6
+            c.dispatch_alone.as_secs_f64() * 1e6,
+            if c.warm_up.is_zero() {
+                String::new()
+            } else {
+                format!(
+                    " (after {:.1} s of copies until their time settled; the first alone moved {:.0} GB/s)",
+                    c.warm_up.as_secs_f64(),
+                    c.cold_copy_bytes_per_second / 1e9
+                )
+            }
         );
     }
     let mut cases = Vec::new();
