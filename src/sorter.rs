@@ -127,10 +127,11 @@ const MAX_TIMED_REPS: u32 = 240;
 /// Untimed copies at the head of the calibration's command buffer on a GPU, so that its probes
 /// follow steady work rather than an idle GPU: about this long ...
 const PROBE_LEAD: Duration = Duration::from_millis(300);
-/// ... in at most this many copies.
+/// ... in at most this many copies (the most in a warm-up batch too).
 const MAX_LEAD_COPIES: f64 = 8192.0;
 /// Before that command buffer, on a GPU, the calibration runs copies in command buffers of about
-/// this long until a copy's time settles ([`WarmUp`]).
+/// this long (at most [`MAX_LEAD_COPIES`] copies, so shorter for small copies) until a copy's
+/// time settles ([`WarmUp`]).
 const PROBE_WARM_BATCH: Duration = Duration::from_millis(100);
 
 /// Sorts of fewer than this many tiles of the largest size get smaller tiles.
@@ -191,8 +192,9 @@ pub struct Calibration {
     pub dispatch_and_barrier: Duration,
     /// GPU time per empty dispatch in a chain with no barriers.
     pub dispatch_alone: Duration,
-    /// How long the copies ran before the probes, until a copy's time had settled
-    /// ([`crate::timing::WarmUp`]); zero on a CPU device.
+    /// How long the copies ran before the probes until a copy's time had settled
+    /// ([`crate::timing::WarmUp`], counted from the end of the first batch of copies; the lead in
+    /// the probes' command buffer not included); zero on a CPU device.
     pub warm_up: Duration,
     /// What the first copy alone moved, before any warm-up: how far from settled the device was.
     pub cold_copy_bytes_per_second: f64,
@@ -752,7 +754,7 @@ impl Sorter {
         // about half speed (a copy at 1493 GB/s, a dispatch + barrier at 4.1 us, with the SM clock
         // already at 1980 MHz; 2731 GB/s and 1.3 us right after a batch of 2^24-key sorts). The
         // lead avoided that on one of three fresh machines; docs/PERFORMANCE.md has the runs. The
-        // H200 read 1485 to 1576 GB/s and 2.8 to 3.4 us with that lead in some processes, 3.8 TB/s
+        // H200 read 1452 to 1576 GB/s and 2.8 to 3.5 us with that lead in some processes, 3.8 TB/s
         // and 1.26 us in others, while the sorts of the same processes, timed after their own
         // warm-up, read their usual times; so the copies now also warm up as the sorts do, in
         // command buffers of their own until a copy's time settles. A CPU device gets neither,
