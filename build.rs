@@ -70,7 +70,12 @@ const SHARED_CONSTANTS: &[(&str, u32, &str)] = &[
 /// builds (workgroup row y sorts array y, at about 2 % of the time on the H100), with GPU_COUNT
 /// where the count is read from binding 2. Each axis: name suffix, Rust variant, macros.
 const WIDTHS: &[(&str, &str, &[&str])] = &[("", "Bits32", &[]), ("64", "Bits64", &["KEY64"])];
-const PAYLOADS: &[(&str, &str, &[&str])] = &[("keys", "Keys", &[]), ("pairs", "Pairs", &["PAIRS"])];
+const PAYLOADS: &[(&str, &str, &[&str])] =
+    &[("keys", "Keys", &[]), ("pairs", "Pairs", &["PAIRS"]), ("pairs_origins", "PairsOrigins", &["PAIRS", "ORIGINS"])];
+/// The payload whose tiles hold 16-bit origins in place of the values (`ORIGINS`, glsl/local.glsl),
+/// built for 4-byte keys alone (an 8-byte key with an origin would not double the tile) and
+/// without SMALL (whose tiles of at most 2048 pairs fit shared memory with their values).
+const ORIGINS_PAYLOAD: &str = "PairsOrigins";
 const VARIANTS: &[(&str, &str, &[&str])] = &[
     ("", "Lean", &[]),
     ("_batched", "Batched", &["BATCHED"]),
@@ -208,6 +213,9 @@ fn main() {
         let kind: String = stem.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).collect();
         for (width_suffix, width, width_macros) in WIDTHS {
             for (payload_name, payload, payload_macros) in PAYLOADS {
+                if *payload == ORIGINS_PAYLOAD && *width != SMALL_WIDTH {
+                    continue;
+                }
                 for (variant_suffix, variant, variant_macros) in VARIANTS {
                     let macros: Vec<&str> =
                         [*width_macros, *payload_macros, *variant_macros].into_iter().flatten().copied().collect();
@@ -251,7 +259,11 @@ fn main() {
                         })
                         .collect();
                     let looping = extra(PERSISTENT_KERNELS, "PERSISTENT");
-                    let small = if *width == SMALL_WIDTH { extra(SMALL_KERNELS, "SMALL") } else { None };
+                    let small = if *width == SMALL_WIDTH && *payload != ORIGINS_PAYLOAD {
+                        extra(SMALL_KERNELS, "SMALL")
+                    } else {
+                        None
+                    };
                     let small_two = if *width == SMALL_WIDTH && *payload == SMALL_TWO_SLOTS_PAYLOAD {
                         extra(SMALL_KERNELS, "SMALL_TWO_SLOTS")
                     } else {
@@ -339,8 +351,11 @@ fn main() {
     writeln!(
         generated,
         "/// The SPIR-V of a sorting kernel for a payload, key width and variant.\n\
+         /// 8-byte keys have no {ORIGINS_PAYLOAD} build: they take their pairs' build.\n\
          pub fn spirv(kind: PassKind, payload: Payload, width: KeyWidth, variant: Variant) -> &'static [u32] {{\n    \
-         match (kind, payload, width, variant) {{\n{arms}    }}\n}}"
+         match (kind, payload, width, variant) {{\n{arms}        \
+         (kind, Payload::{ORIGINS_PAYLOAD}, KeyWidth::Bits64, variant) => spirv(kind, Payload::Pairs, KeyWidth::Bits64, variant),\n    \
+         }}\n}}"
     )
     .expect("write to String");
     writeln!(

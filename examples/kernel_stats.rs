@@ -238,6 +238,7 @@ fn print_kernel(
         match payload {
             Payload::Keys => "keys",
             Payload::Pairs => "pairs",
+            Payload::PairsOrigins => "origins",
         },
         label,
         constants[0],

@@ -13,9 +13,32 @@ const uint LOAD_SLOTS = 16u;
 // must fit.
 layout(constant_id = 1) const uint TILE = 2048;
 
+// With ORIGINS (a build of 4-byte keys with values: build.rs) the tile holds each element's
+// origin, its local index when the tile was loaded, as a 16-bit number in place of its value: 6
+// bytes an element instead of 8, so that 8192 pairs fit in 48 KiB. Each invocation holds the
+// values of the elements it loaded in registers (r_held) while the network moves keys and
+// origins, and puts them in place through shared memory once the keys are out (gather_held).
+#if defined(ORIGINS) && (!defined(PAIRS) || defined(KEY64) || defined(SMALL))
+#error "ORIGINS is a build of 4-byte keys with values, without SMALL"
+#endif
+
 shared KEY s_keys[TILE];
-#ifdef PAIRS
+#ifdef ORIGINS
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+shared uint16_t s_values[TILE];
+#define TO_SHARED_VALUE(v) uint16_t(v)
+#elif defined(PAIRS)
 shared uint s_values[TILE];
+#define TO_SHARED_VALUE(v) (v)
+#endif
+#define FROM_SHARED_VALUE(v) uint(v)
+
+#ifdef ORIGINS
+// The value of local element r * WG_SIZE + lid as the tile was loaded, held in registers through
+// the network (TILE / WG_SIZE of them, at most LOAD_SLOTS: the host sizes the workgroup for it),
+// and put in place through s_keys once the keys are out (gather_held).
+uint r_held[LOAD_SLOTS];
+void hold_values(uint base);
 #endif
 
 // Where element i of the tile lives in shared memory: XOR-swizzled within each row of 32 words,
@@ -62,7 +85,9 @@ void load_tile(uint base) {
                 uint i = i0 + r * WG_SIZE + lid;
                 if (r < batch && i < TILE) {
                     r_key[r] = keys[first + i];
-#ifdef PAIRS
+#ifdef ORIGINS
+                    r_held[r] = values[first + i];
+#elif defined(PAIRS)
                     r_value[r] = values[first + i];
 #endif
                 }
@@ -71,8 +96,10 @@ void load_tile(uint base) {
                 uint i = i0 + r * WG_SIZE + lid;
                 if (r < batch && i < TILE) {
                     s_keys[swizzle(i)] = map ? to_image(r_key[r]) : r_key[r];
-#ifdef PAIRS
-                    s_values[swizzle(i)] = r_value[r];
+#ifdef ORIGINS
+                    s_values[swizzle(i)] = TO_SHARED_VALUE(i);
+#elif defined(PAIRS)
+                    s_values[swizzle(i)] = TO_SHARED_VALUE(r_value[r]);
 #endif
                 }
             }
@@ -81,17 +108,34 @@ void load_tile(uint base) {
         // The last tile of a sort whose n is not a multiple of TILE: its virtual elements are
         // KEY_MAX in shared memory, and the tile runs the full-tile code (the padding note in
         // fused.glsl says why that is exact).
+#ifdef ORIGINS
+        [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+            uint i = r * WG_SIZE + lid;
+            if (i < TILE) {
+                KEY k = KEY_MAX;
+                r_held[r] = 0u;
+                if (i < live) {
+                    k = keys[first + i];
+                    k = map ? to_image(k) : k;
+                    r_held[r] = values[first + i];
+                }
+                s_keys[swizzle(i)] = k;
+                s_values[swizzle(i)] = TO_SHARED_VALUE(i);
+            }
+        }
+#else
         for (uint i = lid; i < TILE; i += WG_SIZE) {
             KEY k = KEY_MAX;
             if (i < live) {
                 k = keys[first + i];
                 k = map ? to_image(k) : k;
 #ifdef PAIRS
-                s_values[swizzle(i)] = values[first + i];
+                s_values[swizzle(i)] = TO_SHARED_VALUE(values[first + i]);
 #endif
             }
             s_keys[swizzle(i)] = k;
         }
+#endif
     }
     barrier();
 }
@@ -131,8 +175,11 @@ void store_ahead(bool map) {
         uint i = r * WG_SIZE + lid;
         if (i < TILE) {
             s_keys[swizzle(i)] = map ? to_image(r_ahead[r]) : r_ahead[r];
-#ifdef PAIRS
-            s_values[swizzle(i)] = r_ahead_value[r];
+#ifdef ORIGINS
+            s_values[swizzle(i)] = TO_SHARED_VALUE(i);
+            r_held[r] = r_ahead_value[r];
+#elif defined(PAIRS)
+            s_values[swizzle(i)] = TO_SHARED_VALUE(r_ahead_value[r]);
 #endif
         }
     }
@@ -200,8 +247,14 @@ void window_quad(uint base, bool flip) {
                 window_quad_slots(b, flip);
                 uint r = 4u * b;
                 s_keys[swizzle(j)] = r_key[r];
-#ifdef PAIRS
-                s_values[swizzle(j)] = r_value[r];
+#ifdef ORIGINS
+                // Its value goes back to element j, which this invocation read above.
+                s_values[swizzle(j)] = TO_SHARED_VALUE(j);
+                if (j < live) {
+                    values[first + j] = r_value[r];
+                }
+#elif defined(PAIRS)
+                s_values[swizzle(j)] = TO_SHARED_VALUE(r_value[r]);
 #endif
                 [[unroll]] for (uint s = 1u; s < 4u; s++) {
                     uint i = slot_index(j, s, TILE, 2u, flip);
@@ -262,8 +315,14 @@ void window_pair(uint base, bool flip, uint live_low, uint live_high) {
                 // Lower element in slot r + LOAD_SLOTS, upper in slot r.
                 exchange(r + LOAD_SLOTS, r);
                 s_keys[swizzle(i)] = r_key[r + LOAD_SLOTS];
-#ifdef PAIRS
-                s_values[swizzle(i)] = r_value[r + LOAD_SLOTS];
+#ifdef ORIGINS
+                // Its value goes back to lower element i, which this invocation read above.
+                s_values[swizzle(i)] = TO_SHARED_VALUE(i);
+                if (i < live_low) {
+                    values[first + i] = r_value[r + LOAD_SLOTS];
+                }
+#elif defined(PAIRS)
+                s_values[swizzle(i)] = TO_SHARED_VALUE(r_value[r + LOAD_SLOTS]);
 #endif
                 if (j < live_high) {
                     keys[first + TILE + j] = r_key[r];
@@ -299,14 +358,83 @@ void window_substage(uint base, bool flip) {
     } else {
         window_quad(base, false);
     }
+#ifdef ORIGINS
+    // The lowest tile's values went back to the buffer, where hold_values reads them (each from
+    // another invocation than the one that wrote it).
+    memoryBarrierBuffer();
+#else
     if (flip) {
         // Only the flip needs it (a buffer memory barrier waits for this invocation's stores to
         // the upper tiles too: on every window it cost the H100 about 1 to 2 %).
         memoryBarrierBuffer();
     }
+#endif
     barrier();
+#ifdef ORIGINS
+    hold_values(base);
+#endif
 }
 
+#ifdef ORIGINS
+// The real values of the tile at `base` from the buffers into r_held (a windowed local_merge,
+// whose window substage leaves the lowest tile's values there).
+void hold_values(uint base) {
+    uint live = min(N - base, TILE);
+    uint first = batch_base() + base;
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + gl_LocalInvocationID.x;
+        r_held[r] = 0u;
+        if (i < TILE && i < live) {
+            r_held[r] = values[first + i];
+        }
+    }
+}
+
+// Once the network has run: local element r * WG_SIZE + lid's key into r_key[r] and its value
+// into r_value[r]. Its value is the held value of its origin, which another invocation holds: the
+// keys and origins come out of shared memory, a barrier, every held value goes into s_keys at its
+// element, a barrier, and each origin's value comes out. s_keys then holds values: whatever loads
+// the next tile waits for a barrier first (every caller has one).
+void gather_held() {
+    uint lid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + lid;
+        if (i < TILE) {
+            r_key[r] = s_keys[swizzle(i)];
+            r_value[r] = FROM_SHARED_VALUE(s_values[swizzle(i)]);
+        }
+    }
+    barrier();
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + lid;
+        if (i < TILE) {
+            s_keys[swizzle(i)] = r_held[r];
+        }
+    }
+    barrier();
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + lid;
+        if (i < TILE) {
+            r_value[r] = s_keys[swizzle(r_value[r])];
+        }
+    }
+}
+
+// With ORIGINS: the keys and the values, put in place by gather_held.
+void store_tile(uint base) {
+    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    uint live = min(N - base, TILE);
+    uint first = batch_base() + base;
+    gather_held();
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + gl_LocalInvocationID.x;
+        if (i < TILE && i < live) {
+            keys[first + i] = map ? from_image(r_key[r]) : r_key[r];
+            values[first + i] = r_value[r];
+        }
+    }
+}
+#else
 void store_tile(uint base) {
     bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
     uint live = min(N - base, TILE);
@@ -320,7 +448,7 @@ void store_tile(uint base) {
                 if (r < batch && i < TILE) {
                     r_key[r] = s_keys[swizzle(i)];
 #ifdef PAIRS
-                    r_value[r] = s_values[swizzle(i)];
+                    r_value[r] = FROM_SHARED_VALUE(s_values[swizzle(i)]);
 #endif
                 }
             }
@@ -339,11 +467,12 @@ void store_tile(uint base) {
             KEY k = s_keys[swizzle(i)];
             keys[first + i] = map ? from_image(k) : k;
 #ifdef PAIRS
-            values[first + i] = s_values[swizzle(i)];
+            values[first + i] = FROM_SHARED_VALUE(s_values[swizzle(i)]);
 #endif
         }
     }
 }
+#endif
 
 // The shared-memory address of slot s of a group (see slot_index in fused.glsl): `first` is the
 // group's lowest element, `mirror` the element its upper half starts from (its slot 0 + top, or
@@ -367,7 +496,7 @@ void chunk_group(uint g, uint low, uint m, bool flip) {
         uint a = group_slot(first, mirror, s, low, m, flip);
         r_key[s] = s_keys[a];
 #ifdef PAIRS
-        r_value[s] = s_values[a];
+        r_value[s] = FROM_SHARED_VALUE(s_values[a]);
 #endif
     }
     run_slots(m, flip);
@@ -375,7 +504,7 @@ void chunk_group(uint g, uint low, uint m, bool flip) {
         uint a = group_slot(first, mirror, s, low, m, flip);
         s_keys[a] = r_key[s];
 #ifdef PAIRS
-        s_values[a] = r_value[s];
+        s_values[a] = TO_SHARED_VALUE(r_value[s]);
 #endif
     }
 }
@@ -454,14 +583,14 @@ void first_stages(uint g, uint c, uint stages) {
     [[unroll]] for (uint s = 0u; s < size; s++) {
         r_key[s] = s_keys[swizzle(first + s)];
 #ifdef PAIRS
-        r_value[s] = s_values[swizzle(first + s)];
+        r_value[s] = FROM_SHARED_VALUE(s_values[swizzle(first + s)]);
 #endif
     }
     sort_slots(0u, c, stages);
     [[unroll]] for (uint s = 0u; s < size; s++) {
         s_keys[swizzle(first + s)] = r_key[s];
 #ifdef PAIRS
-        s_values[swizzle(first + s)] = r_value[s];
+        s_values[swizzle(first + s)] = TO_SHARED_VALUE(r_value[s]);
 #endif
     }
 }
@@ -525,7 +654,7 @@ void cross_group(uint g, uint k, uint a, uint h) {
         uint e = swizzle(cross_element(rep, s, k, a, h));
         r_key[s] = s_keys[e];
 #ifdef PAIRS
-        r_value[s] = s_values[e];
+        r_value[s] = FROM_SHARED_VALUE(s_values[e]);
 #endif
     }
     // Stage k's last half-cleaners, strides 2^(a-1) .. 1.
@@ -546,7 +675,7 @@ void cross_group(uint g, uint k, uint a, uint h) {
         uint e = swizzle(cross_element(rep, s, k, a, h));
         s_keys[e] = r_key[s];
 #ifdef PAIRS
-        s_values[e] = r_value[s];
+        s_values[e] = TO_SHARED_VALUE(r_value[s]);
 #endif
     }
 }

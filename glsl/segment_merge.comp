@@ -197,13 +197,17 @@ void load_segment_elements(uint lid_element, bool checked) {
                 uint e = base ^ SLOT_ELEMENT(r);
                 if (checked) {
                     r_key[r] = KEY_MAX;
-#ifdef PAIRS
+#ifdef ORIGINS
+                    r_held[r] = 0u;
+#elif defined(PAIRS)
                     r_value[r] = 0u;
 #endif
                 }
                 if (!checked || e < N) {
                     r_key[r] = keys[first + e];
-#ifdef PAIRS
+#ifdef ORIGINS
+                    r_held[r] = values[first + e];
+#elif defined(PAIRS)
                     r_value[r] = values[first + e];
 #endif
                 }
@@ -213,8 +217,10 @@ void load_segment_elements(uint lid_element, bool checked) {
             uint i = i0 + r * WG_SIZE + lid;
             if (r < batch && i < TILE) {
                 s_keys[swizzle(i)] = r_key[r];
-#ifdef PAIRS
-                s_values[swizzle(i)] = r_value[r];
+#ifdef ORIGINS
+                s_values[swizzle(i)] = TO_SHARED_VALUE(i);
+#elif defined(PAIRS)
+                s_values[swizzle(i)] = TO_SHARED_VALUE(r_value[r]);
 #endif
             }
         }
@@ -230,6 +236,26 @@ void load_segment(uint lid_element) {
     }
 }
 
+#ifdef ORIGINS
+// A group's real elements back (`lid_element`: see above), mapped from order images on the
+// sort's last pass, their values put in place by gather_held; `checked` (a literal) as in
+// load_segment_elements.
+void store_segment_elements(uint lid_element, bool checked) {
+    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    uint first = batch_base();
+    gather_held();
+    [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
+        uint i = r * WG_SIZE + gl_LocalInvocationID.x;
+        if (i < TILE) {
+            uint e = lid_element ^ SLOT_ELEMENT(r);
+            if (!checked || e < N) {
+                keys[first + e] = map ? from_image(r_key[r]) : r_key[r];
+                values[first + e] = r_value[r];
+            }
+        }
+    }
+}
+#else
 // A group's real elements back (`lid_element`: see above), mapped from order images on the
 // sort's last pass; `checked` (a literal) as in load_segment_elements.
 void store_segment_elements(uint lid_element, bool checked) {
@@ -262,6 +288,7 @@ void store_segment_elements(uint lid_element, bool checked) {
         }
     }
 }
+#endif
 
 void store_segment(uint lid_element) {
     if (all_real()) {

@@ -65,7 +65,7 @@ void store_sorted_groups(bool map, uint c) {
             [[unroll]] for (uint s = 0u; s < size; s++) {
                 s_keys[swizzle(first + s)] = r_key[j * size + s];
 #ifdef PAIRS
-                s_values[swizzle(first + s)] = r_value[j * size + s];
+                s_values[swizzle(first + s)] = TO_SHARED_VALUE(r_value[j * size + s]);
 #endif
             }
         }
@@ -97,7 +97,10 @@ void load_sorted(uint base) {
     [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
         if (r < SLOTS) {
             r_key[r] = keys[first + r * WG_SIZE + lid];
-#ifdef PAIRS
+#ifdef ORIGINS
+            r_held[r] = values[first + r * WG_SIZE + lid];
+            r_value[r] = r * WG_SIZE + lid;
+#elif defined(PAIRS)
             r_value[r] = values[first + r * WG_SIZE + lid];
 #endif
         }
@@ -317,7 +320,10 @@ void main() {
                 [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
                     if (r < SLOTS) {
                         r_key[r] = r_ahead[r];
-#ifdef PAIRS
+#ifdef ORIGINS
+                        r_held[r] = r_ahead_value[r];
+                        r_value[r] = r * WG_SIZE + gl_LocalInvocationID.x;
+#elif defined(PAIRS)
                         r_value[r] = r_ahead_value[r];
 #endif
                     }

@@ -178,6 +178,10 @@ pub struct DeviceInfo {
     pub synchronization2: bool,
     /// The size of its largest device-local memory heap, in bytes.
     pub device_local_memory: u64,
+    /// Whether it offers the `shaderInt16` feature (16-bit integers in shaders, shared memory
+    /// included), which [`Context::new`] then enables: the tiles of u32 pairs with 16-bit origins
+    /// ([`crate::RecorderDesc::tile_origins`]) need it.
+    pub shader_int16: bool,
     raw_api_version: u32,
 }
 
@@ -380,6 +384,8 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
     let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
     let synchronization2 = has(ash::khr::synchronization2::NAME);
     // SAFETY: as above.
+    let features = unsafe { instance.get_physical_device_features(pd) };
+    // SAFETY: as above.
     let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
     let device_local_memory = memory
         .memory_heaps_as_slice()
@@ -414,6 +420,7 @@ pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::Ph
         },
         synchronization2,
         device_local_memory,
+        shader_int16: features.shader_int16 == vk::TRUE,
         raw_api_version: v,
     }
 }
@@ -543,7 +550,9 @@ impl Context {
         // needs nothing beyond Vulkan 1.1.
         let extensions = [ash::khr::synchronization2::NAME.as_ptr()];
         let mut sync2 = vk::PhysicalDeviceSynchronization2Features::default().synchronization2(true);
-        let mut create = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+        // shaderInt16 where the device offers it: the tiles of u32 pairs with origins use it.
+        let features = vk::PhysicalDeviceFeatures::default().shader_int16(info.shader_int16);
+        let mut create = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_features(&features);
         if info.synchronization2 {
             create = create.enabled_extension_names(&extensions).push_next(&mut sync2);
         }

@@ -150,6 +150,21 @@ pub struct RecorderDesc {
     /// [`crate::SorterDesc`]. By default (`None`) for the shapes whose chain of chunks has a
     /// module of its own.
     pub shaped_segments: Option<bool>,
+    /// Whether `device` was created with the `shaderInt16` feature enabled, which the tiles of
+    /// u32 pairs with 16-bit origins need ([`RecorderDesc::tile_origins`]). Default false: pairs
+    /// then keep their values in the tile.
+    pub shader_int16: bool,
+    /// Tiles of u32 pairs that hold each key's 16-bit origin in shared memory in place of its
+    /// value, the values put in place as a tile is stored: 6 bytes an element instead of 8, so
+    /// twice as many pairs a tile (8192 in 48 KiB). `None` (the default, with
+    /// [`RecorderDesc::shader_int16`]): in an unbatched binding whose capacity, and the power of
+    /// two at or above it, only a tile that large cuts into 3 to one tile per multiprocessor
+    /// (segment passes of one coset per workgroup: 540673 to 2^20 pairs on 132 multiprocessors);
+    /// on an H200 that took 2^20 pairs from 162 to 154 us, while they lost in tiles no larger
+    /// than the values allow and where the segment passes loop (docs/PERFORMANCE.md, lever
+    /// table, "Pairs in tiles of 16-bit origins"). `Some(true)`: every binding of u32
+    /// pairs (an error without `shader_int16`); `Some(false)`: none.
+    pub tile_origins: Option<bool>,
 }
 
 impl Default for RecorderDesc {
@@ -166,6 +181,8 @@ impl Default for RecorderDesc {
             segment_run: None,
             segment_run_long: None,
             shaped_segments: None,
+            shader_int16: false,
+            tile_origins: None,
         }
     }
 }
@@ -192,7 +209,7 @@ impl SortBinding {
 
     /// Whether values move with the keys.
     pub fn pairs(&self) -> bool {
-        self.payload == Payload::Pairs
+        self.payload.has_values()
     }
 
     /// The width of the keys it sorts.
@@ -243,6 +260,10 @@ pub struct SortRecorder {
     shapes_of_capacity_only: bool,
     /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
     cpu: bool,
+    /// u32 pairs take tiles of 16-bit origins: never (Some(false): also where the device has no
+    /// `shaderInt16` enabled), always (Some(true)), or where they give a larger segment tile
+    /// (None; see `RecorderDesc::tile_origins`).
+    origins: Option<bool>,
     cache: vk::PipelineCache,
     id: u64,
 }
@@ -283,6 +304,20 @@ impl SortRecorder {
         // Validate the options before creating anything.
         geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
         let segment_runs = segment_runs_of(desc.segment_run, desc.segment_run_long)?;
+        let origins = match (desc.tile_origins, desc.shader_int16) {
+            (Some(true), false) => {
+                return Err(Error::InvalidOption {
+                    name: "tile_origins",
+                    value: "true".into(),
+                    reason: "needs a device created with the shaderInt16 feature enabled (RecorderDesc::shader_int16)",
+                })
+            }
+            (_, false) => Some(false),
+            (choice, true) => choice,
+        };
+        if origins != Some(false) {
+            geometry_for(&info.limits, Payload::PairsOrigins, KeyWidth::Bits32, options)?;
+        }
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
@@ -304,6 +339,7 @@ impl SortRecorder {
             shaped: desc.shaped_segments,
             shapes_of_capacity_only: false,
             cpu: info.device_type == DeviceType::Cpu,
+            origins,
             kernels: Vec::new(),
             layouts,
             device: device.clone(),
@@ -414,7 +450,7 @@ impl SortRecorder {
                 return Err(Error::OverlappingRegions { first: what, second: "count" });
             }
         }
-        let payload = if values.is_some() { Payload::Pairs } else { Payload::Keys };
+        let payload = if values.is_some() { self.pairs_payload(key_width, capacity, batched)? } else { Payload::Keys };
         let build = Build { payload, width: key_width, variant: variant(count.is_some(), batched) };
         let kernels = self.kernels_for_capacity(build, capacity, batched)?;
         // Unused bindings point at the keys, so that every descriptor is valid: the kernels of keys
@@ -552,6 +588,31 @@ impl SortRecorder {
         }
         let (largest, _) = geometry_for(&self.info.limits, payload, width, self.options)?;
         Ok(plan::segment_tile(capacity, largest.tile(), multiprocessors))
+    }
+
+    /// The payload of a binding of pairs of `width` keys for `capacity` elements: with origins
+    /// (`origins`) where the recorder takes them always, or by default where their larger tile is
+    /// the only one that gives an unbatched binding's sorts a segment tile, for the capacity and
+    /// for the power of two at or above it (the network's length, whose cosets the segment passes
+    /// run); else plain pairs. On an H200 (132 multiprocessors) 600000 and 2^20 pairs, whose
+    /// networks of 2^20 fit 128 cosets of 8192, went from 154.4 to 141 us and from 162.0 to 153.7
+    /// us, while 1081344 (132 tiles of 8192 in a network of 2^21) went from 214 to 234 us.
+    pub(crate) fn pairs_payload(&self, width: KeyWidth, capacity: u32, batched: bool) -> Result<Payload> {
+        if width != KeyWidth::Bits32 {
+            return Ok(Payload::Pairs);
+        }
+        let origins = match self.origins {
+            Some(choice) => choice,
+            None => match capacity.checked_next_power_of_two() {
+                Some(network) if !batched => {
+                    self.segment_tile(Payload::Pairs, width, capacity)?.is_none()
+                        && self.segment_tile(Payload::PairsOrigins, width, capacity)?.is_some()
+                        && self.segment_tile(Payload::PairsOrigins, width, network)?.is_some()
+                }
+                _ => false,
+            },
+        };
+        Ok(if origins { Payload::PairsOrigins } else { Payload::Pairs })
     }
 
     /// The geometry and local workgroup size an unbatched binding of this capacity, payload and

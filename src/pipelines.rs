@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::plan::{Geometry, Pass, PassKind, Segment, MAX_CHUNK, MAX_FUSED, MAX_FUSED_NARROW};
 use crate::push::PushConstants;
 use crate::shaders::{
-    element_bytes, spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, spirv_small, spirv_small_two_slots,
+    spirv, spirv_persistent, spirv_shaped, spirv_shaped_chain, spirv_small, spirv_small_two_slots, tile_element_bytes,
     Build, KeyWidth, Payload, Variant,
 };
 
@@ -103,7 +103,7 @@ pub fn geometry_for(
     width: KeyWidth,
     options: KernelOptions,
 ) -> Result<(Geometry, u32)> {
-    let bytes_per_element = element_bytes(payload, width);
+    let bytes_per_element = tile_element_bytes(payload, width);
     let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / bytes_per_element).min(MAX_TILE);
     if let Some(cap) = options.max_tile {
         if cap < 2 || !cap.is_power_of_two() {
@@ -155,9 +155,23 @@ pub fn geometry_for(
         Some(wg) => wg.min(invocations),
         None => (tile / LOCAL_WG_DIVISOR).clamp(1, local_wg_max(width)).min(invocations),
     };
+    // With origins each invocation holds the values of its elements of a tile in registers, at
+    // most ORIGINS_SLOTS of them (glsl/local.glsl, r_held).
+    let local_wg = if payload == Payload::PairsOrigins { local_wg.max(tile / ORIGINS_SLOTS) } else { local_wg };
+    if payload == Payload::PairsOrigins && (local_wg > invocations || tile > 1 << 16) {
+        return Err(Error::InvalidOption {
+            name: "tile_origins",
+            value: format!("tiles of {tile} on at most {invocations} invocations"),
+            reason: "each invocation holds at most 16 values of a tile of at most 65536: take a smaller tile",
+        });
+    }
     let geometry = Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused };
     Ok((geometry, local_wg))
 }
+
+/// The most elements of a tile one invocation of an origins build holds the values of
+/// (`LOAD_SLOTS` in glsl/local.glsl).
+const ORIGINS_SLOTS: u32 = 16;
 
 /// The descriptor set layout (binding 0: keys, binding 1: values, binding 2: the GPU-side count,
 /// all storage buffers) and the pipeline layout with the push-constant range, shared by every
@@ -246,7 +260,7 @@ pub fn small_slots(payload: Payload, tile: u32) -> u32 {
     match payload {
         Payload::Keys if tile <= SMALL_TWO_SLOT_MAX_TILE => 2,
         Payload::Keys => SMALL_SLOTS,
-        Payload::Pairs => SMALL_PAIR_SLOTS,
+        Payload::Pairs | Payload::PairsOrigins => SMALL_PAIR_SLOTS,
     }
 }
 

@@ -89,6 +89,12 @@ pub struct SorterDesc {
     /// keys at 2^20); `Some(false)`: none. A pipeline per shape is made when a sort's length is
     /// first bound. A tuning knob for `bench`.
     pub shaped_segments: Option<bool>,
+    /// Tiles of u32 pairs with 16-bit origins in place of their values, twice as many pairs a
+    /// tile: `None` (the default) where only that tile gives a sort segment passes of one coset
+    /// per workgroup, `Some(true)` always, `Some(false)` never; see
+    /// [`crate::RecorderDesc::tile_origins`]. Needs the device's `shaderInt16` feature (an error
+    /// with `Some(true)` where it is missing; never taken otherwise).
+    pub tile_origins: Option<bool>,
     /// Caps the workgroups per dispatch below the device's `maxComputeWorkGroupCount[0]`, so that
     /// the split-dispatch path can be exercised at small sizes.
     pub max_workgroups_per_dispatch: Option<u32>,
@@ -394,6 +400,9 @@ impl Sorter {
             segment_run: desc.segment_run,
             segment_run_long: desc.segment_run_long,
             shaped_segments: desc.shaped_segments,
+            // Context::new enables shaderInt16 wherever the device offers it.
+            shader_int16: shared.info.shader_int16,
+            tile_origins: desc.tile_origins,
         };
         // Validates the tile options before anything else is created.
         let mut recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
@@ -477,10 +486,17 @@ impl Sorter {
         max_elements(&self.ctx.shared.info.limits, kind.width())
     }
 
+    /// Whether a sort of `n` pairs of `kind` keys takes tiles that hold 16-bit origins in place
+    /// of the values ([`SorterDesc::tile_origins`]).
+    pub fn tile_origins(&self, n: usize, kind: KeyKind) -> Result<bool> {
+        self.check_size(n, kind.width())?;
+        Ok(self.recorder.pairs_payload(kind.width(), n as u32, false)? == Payload::PairsOrigins)
+    }
+
     /// The passes a sort of `n` elements records.
     pub fn plan(&mut self, n: usize, pairs: bool, kind: KeyKind, order: Order) -> Result<Plan> {
         self.check_size(n, kind.width())?;
-        let payload = if pairs { Payload::Pairs } else { Payload::Keys };
+        let payload = if pairs { self.recorder.pairs_payload(kind.width(), n as u32, false)? } else { Payload::Keys };
         let (geometry, local_wg) = self.recorder.geometry(payload, kind.width(), n as u32)?;
         let build = Build { payload, width: kind.width(), variant: Variant::Lean };
         let plan = self.recorder.new_plan(n as u32, geometry, build, key_flags(kind, order))?;

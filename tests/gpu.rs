@@ -633,6 +633,69 @@ fn segment_passes_sort_every_key_type_order_and_payload() {
 }
 
 #[test]
+fn tiles_of_origins_keep_pairs_together_in_every_plan() {
+    // Pairs of 4-byte keys whose tiles hold 16-bit origins (SorterDesc::tile_origins, taken here
+    // always; on the H100 and H200 by default only where that larger tile gives segment passes of
+    // one coset per workgroup): every kernel that fills or empties a tile, each putting the values
+    // in place through shared memory. By default on lavapipe (no multiprocessor count): the tile
+    // sort, local merges with windows of two and four tiles, and global merges; persistent tile
+    // sorts and local merges (merge workgroups capped); small tiles with split dispatches; segment
+    // passes, plain, looping over cosets and on pipelines per shape. Sizes with a partial last
+    // tile put virtual elements among real ones; many ties put equal keys with distinct values.
+    let mut rng = rng("origins");
+    if !context().device_info().shader_int16 {
+        eprintln!("skipped: the device has no shaderInt16");
+        return;
+    }
+    for (max_tile, max_groups, merge_groups, segments, shaped, sizes) in [
+        (None, None, None, None, None, &[2usize, 1000, 4097, 65_536, 100_003][..]),
+        (None, None, Some(3), None, None, &[65_536, 100_003][..]),
+        (Some(256), Some(3), None, None, None, &[1000, 10_007][..]),
+        (None, None, None, Some(true), None, &[8193, 65_536, 100_003][..]),
+        (None, None, Some(3), Some(true), None, &[65_536, 100_003][..]),
+        (None, None, None, Some(true), Some(true), &[8193, 100_003][..]),
+        (Some(512), None, Some(2), Some(true), None, &[10_007][..]),
+    ] {
+        let desc = SorterDesc {
+            max_tile,
+            max_workgroups_per_dispatch: max_groups,
+            merge_workgroups: merge_groups,
+            segment_merges: segments,
+            shaped_segments: shaped,
+            tile_origins: Some(true),
+            ..SorterDesc::default()
+        };
+        let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        for &n in sizes {
+            assert!(sorter.tile_origins(n, KeyKind::U32).expect("a size in range"), "{desc:?} n={n}");
+            assert!(!sorter.tile_origins(n, KeyKind::U64).expect("a size in range"), "{desc:?} n={n}");
+            let random: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+            let ties: Vec<u64> = (0..n).map(|_| rng.random_range(0..4u64)).collect();
+            for kind in [KeyKind::U32, KeyKind::I32, KeyKind::F32] {
+                for order in ORDERS {
+                    check(&mut sorter, kind, order, true, &random, &format!("{desc:?} random"));
+                    let tied: Vec<u64> = ties.iter().map(|&t| num(kind, t as i64)).collect();
+                    check(&mut sorter, kind, order, true, &tied, &format!("{desc:?} ties"));
+                }
+            }
+        }
+    }
+    // Never where asked for none; by default not where the pairs' own tiles serve (1000 pairs
+    // take one small tile), and at 2^20 pairs exactly where only tiles of 8192 cut them into one
+    // tile per multiprocessor at most, on 48 KiB of shared memory (8192 pairs with values would
+    // take 64 KiB): on 128 to 255 multiprocessors, such as the H100's 132. Lavapipe reports no
+    // multiprocessors, so no segment tile needs origins there.
+    let limits = context().device_info().limits;
+    let at_2e20 = limits.max_compute_shared_memory_size == 48 * 1024 && (128..256).contains(&limits.multiprocessors);
+    for (choice, n, expect) in [(Some(false), 1 << 20, false), (None, 1000, false), (None, 1 << 20, at_2e20)] {
+        let sorter = Sorter::new(context(), &SorterDesc { tile_origins: choice, ..SorterDesc::default() })
+            .unwrap_or_else(|e| panic!("sorter: {e}"));
+        assert_eq!(sorter.tile_origins(n, KeyKind::U32).expect("a size in range"), expect, "{choice:?} n={n}");
+    }
+    assert_validation_clean();
+}
+
+#[test]
 fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
     // Segment passes on a pipeline per shape (SorterDesc::shaped_segments): the shape and its
     // chunks as specialization constants. The default tiles (whole-tile chunks of up to five

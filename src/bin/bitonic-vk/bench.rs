@@ -110,6 +110,11 @@ pub struct BenchArgs {
     /// its own (in tiles of 2048: 4-byte keys, and pairs on chunks of 3, up to 2^15).
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     shaped_segments: Option<bool>,
+    /// Tiles of u32 pairs with 16-bit origins in place of their values (twice as many pairs a
+    /// tile; needs the device's shaderInt16): on = always, off = never; by default where only
+    /// that tile gives a sort segment passes of one coset per workgroup.
+    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
+    tile_origins: Option<bool>,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -199,6 +204,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         segment_run: args.segment_run,
         segment_run_long: args.segment_run_long,
         shaped_segments: args.shaped_segments,
+        tile_origins: args.tile_origins,
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
