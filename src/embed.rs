@@ -304,20 +304,26 @@ impl SortRecorder {
         // Validate the options before creating anything.
         geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
         let segment_runs = segment_runs_of(desc.segment_run, desc.segment_run_long)?;
-        let origins = match (desc.tile_origins, desc.shader_int16) {
+        // Origins need shaderInt16 offered by the device and enabled by the caller. Asked for, a
+        // tile they cannot take is an error; by default they are then simply not taken.
+        let int16 = desc.shader_int16 && info.shader_int16;
+        let origins_fit = || geometry_for(&info.limits, Payload::PairsOrigins, KeyWidth::Bits32, options);
+        let origins = match (desc.tile_origins, int16) {
             (Some(true), false) => {
                 return Err(Error::InvalidOption {
                     name: "tile_origins",
                     value: "true".into(),
-                    reason: "needs a device created with the shaderInt16 feature enabled (RecorderDesc::shader_int16)",
+                    reason: "needs a device that offers the shaderInt16 feature, created with it enabled \
+                             (RecorderDesc::shader_int16; a Context enables it wherever the device offers it)",
                 })
             }
-            (_, false) => Some(false),
-            (choice, true) => choice,
+            (Some(true), true) => {
+                origins_fit()?;
+                Some(true)
+            }
+            (None, true) if origins_fit().is_ok() => None,
+            _ => Some(false),
         };
-        if origins != Some(false) {
-            geometry_for(&info.limits, Payload::PairsOrigins, KeyWidth::Bits32, options)?;
-        }
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }

@@ -638,26 +638,31 @@ fn tiles_of_origins_keep_pairs_together_in_every_plan() {
     // always; on the H100 and H200 by default only where that larger tile gives segment passes of
     // one coset per workgroup): every kernel that fills or empties a tile, each putting the values
     // in place through shared memory. By default on lavapipe (no multiprocessor count): the tile
-    // sort, local merges with windows of two and four tiles, and global merges; persistent tile
-    // sorts and local merges (merge workgroups capped); small tiles with split dispatches; segment
-    // passes, plain, looping over cosets and on pipelines per shape. Sizes with a partial last
-    // tile put virtual elements among real ones; many ties put equal keys with distinct values.
+    // sort, local merges and global merges; persistent tile sorts and local merges (merge
+    // workgroups capped); small tiles with split dispatches; local merges with windows of two and
+    // four tiles (tiles of 16, more than 256 of them); a tile sort whose loads make whole groups
+    // of 16 (16 elements per invocation: load_sorted); segment passes, plain, looping over cosets
+    // and on pipelines per shape. Sizes with a partial last tile put virtual elements among real
+    // ones; many ties put equal keys with distinct values.
     let mut rng = rng("origins");
     if !context().device_info().shader_int16 {
         eprintln!("skipped: the device has no shaderInt16");
         return;
     }
-    for (max_tile, max_groups, merge_groups, segments, shaped, sizes) in [
-        (None, None, None, None, None, &[2usize, 1000, 4097, 65_536, 100_003][..]),
-        (None, None, Some(3), None, None, &[65_536, 100_003][..]),
-        (Some(256), Some(3), None, None, None, &[1000, 10_007][..]),
-        (None, None, None, Some(true), None, &[8193, 65_536, 100_003][..]),
-        (None, None, Some(3), Some(true), None, &[65_536, 100_003][..]),
-        (None, None, None, Some(true), Some(true), &[8193, 100_003][..]),
-        (Some(512), None, Some(2), Some(true), None, &[10_007][..]),
+    for (max_tile, local_wg, max_groups, merge_groups, segments, shaped, sizes) in [
+        (None, None, None, None, None, None, &[2usize, 1000, 4097, 65_536, 100_003][..]),
+        (None, None, None, Some(3), None, None, &[65_536, 100_003][..]),
+        (Some(256), None, Some(3), None, None, None, &[1000, 10_007][..]),
+        (Some(16), None, None, None, None, None, &[40_000, 1 << 16][..]),
+        (Some(256), Some(16), None, None, None, None, &[4096, 10_007][..]),
+        (None, None, None, None, Some(true), None, &[8193, 65_536, 100_003][..]),
+        (None, None, None, Some(3), Some(true), None, &[65_536, 100_003][..]),
+        (None, None, None, None, Some(true), Some(true), &[8193, 100_003][..]),
+        (Some(512), None, None, Some(2), Some(true), None, &[10_007][..]),
     ] {
         let desc = SorterDesc {
             max_tile,
+            local_workgroup_size: local_wg,
             max_workgroups_per_dispatch: max_groups,
             merge_workgroups: merge_groups,
             segment_merges: segments,
@@ -666,9 +671,13 @@ fn tiles_of_origins_keep_pairs_together_in_every_plan() {
             ..SorterDesc::default()
         };
         let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("sorter {desc:?}: {e}"));
+        // The local merges' windows (log2 tiles) the row's plans take.
+        let mut windows: Vec<u32> = Vec::new();
         for &n in sizes {
             assert!(sorter.tile_origins(n, KeyKind::U32).expect("a size in range"), "{desc:?} n={n}");
             assert!(!sorter.tile_origins(n, KeyKind::U64).expect("a size in range"), "{desc:?} n={n}");
+            let plan = sorter.plan(n, true, KeyKind::U32, Order::Ascending).expect("a plan");
+            windows.extend(plan.passes.iter().filter(|p| p.kind.name() == "local_merge").map(|p| p.substages));
             let random: Vec<u64> = (0..n).map(|_| rng.random()).collect();
             let ties: Vec<u64> = (0..n).map(|_| rng.random_range(0..4u64)).collect();
             for kind in [KeyKind::U32, KeyKind::I32, KeyKind::F32] {
@@ -678,6 +687,9 @@ fn tiles_of_origins_keep_pairs_together_in_every_plan() {
                     check(&mut sorter, kind, order, true, &tied, &format!("{desc:?} ties"));
                 }
             }
+        }
+        if max_tile == Some(16) {
+            assert!(windows.contains(&1) && windows.contains(&2), "{desc:?}: windows {windows:?}");
         }
     }
     // Never where asked for none; by default not where the pairs' own tiles serve (1000 pairs
