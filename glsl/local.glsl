@@ -359,8 +359,9 @@ void window_substage(uint base, bool flip) {
         window_quad(base, false);
     }
 #ifdef ORIGINS
-    // The lowest tile's values went back to the buffer, where hold_values reads them (each from
-    // another invocation than the one that wrote it).
+    // The lowest tile's values went back to the buffer, where hold_values reads them: element i
+    // from invocation i mod WG_SIZE, which with a window of two and the flip is not the one that
+    // wrote it. Every window takes it; what it costs those that do not need it is not measured.
     memoryBarrierBuffer();
 #else
     if (flip) {
