@@ -221,6 +221,12 @@ impl SortBinding {
     pub fn gpu_count(&self) -> bool {
         self.gpu_count
     }
+
+    /// Whether its tiles hold each key's 16-bit origin in place of its value
+    /// ([`RecorderDesc::tile_origins`]): what [`SortRecorder::bind`] chose for it.
+    pub fn tile_origins(&self) -> bool {
+        self.payload == Payload::PairsOrigins
+    }
 }
 
 /// What one `record` recorded.

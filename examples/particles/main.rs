@@ -6,7 +6,8 @@
 //!
 //! ```sh
 //! cargo run --release --example particles -- --out frame.png [--count N] [--frames N]
-//!     [--warmup N] [--size WxH] [--seed S] [--half] [--check] [--validation] [--device INDEX|NAME]
+//!     [--warmup N] [--size WxH] [--seed S] [--half] [--zoom Z] [--tile-origins on|off] [--check]
+//!     [--validation] [--device INDEX|NAME]
 //! ```
 //!
 //! It prints each part's GPU time per frame (timestamps: depth pass, sort, draw), medians over
@@ -56,6 +57,10 @@ struct Args {
     /// and the sort takes a smaller GPU-side count, to see what work past the count costs.
     #[arg(long, default_value_t = 1.0, value_parser = parse_zoom)]
     zoom: f32,
+    /// Tiles of 16-bit origins for the sort's u32 pairs (`RecorderDesc::tile_origins`): on, off,
+    /// or by default the recorder's choice where the device offers `shaderInt16`.
+    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
+    tile_origins: Option<bool>,
     /// Check every frame: the order read back and the image against a CPU reference.
     #[arg(long)]
     check: bool,
@@ -193,10 +198,18 @@ fn run(args: &Args) -> Result<()> {
 
 fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>) -> Result<()> {
     let (width, height) = args.size;
-    let desc = RenderDesc { count: args.count, width, height, seed: args.seed, half: args.half, zoom: args.zoom };
+    let desc = RenderDesc {
+        count: args.count,
+        width,
+        height,
+        seed: args.seed,
+        half: args.half,
+        zoom: args.zoom,
+        tile_origins: args.tile_origins,
+    };
     let renderer = Renderer::new(gpu, desc)?;
     println!(
-        "device: {}; {} particles (seed {}), {}x{} {:?}, {} frame(s) timed after {} warm-up",
+        "device: {}; {} particles (seed {}), {}x{} {:?}, {} frame(s) timed after {} warm-up; sort tiles of {}",
         gpu.name,
         args.count,
         args.seed,
@@ -204,7 +217,8 @@ fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>
         height,
         renderer.format(),
         args.frames,
-        args.warmup
+        args.warmup,
+        if renderer.tile_origins() { "keys and 16-bit origins" } else { "keys and values" }
     );
     let total = args.warmup + args.frames;
     let (mut depth, mut sort, mut draw, mut frame_total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

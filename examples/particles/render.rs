@@ -98,6 +98,9 @@ pub struct Gpu {
     memory: vk::PhysicalDeviceMemoryProperties,
     limits: vk::PhysicalDeviceLimits,
     timestamp_bits: u32,
+    /// Whether the device was created with `shaderInt16` (enabled wherever it is offered, so that
+    /// the sorter may hold u32 pairs in tiles of 16-bit origins: `RecorderDesc::shader_int16`).
+    pub shader_int16: bool,
     /// The device's name and type, for the report.
     pub name: String,
 }
@@ -185,8 +188,13 @@ impl Gpu {
         };
         let priorities = [1.0];
         let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
-        // SAFETY: `physical` and `family` come from this instance; no features or extensions.
+        // SAFETY: `physical` belongs to the instance.
+        let offered = unsafe { instance.get_physical_device_features(physical) };
+        let shader_int16 = offered.shader_int16 == vk::TRUE;
+        let features = vk::PhysicalDeviceFeatures::default().shader_int16(shader_int16);
+        let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_features(&features);
+        // SAFETY: `physical` and `family` come from this instance; the one feature enabled is
+        // offered by it; no extensions.
         let device = match unsafe { instance.create_device(physical, &info, None) } {
             Ok(d) => d,
             Err(e) => {
@@ -221,6 +229,7 @@ impl Gpu {
             memory,
             limits: props.limits,
             timestamp_bits,
+            shader_int16,
             name,
         })
     }
@@ -343,6 +352,10 @@ pub struct RenderDesc {
     /// Focal length over the default's (1 = a 60 degree vertical field of view): above 1 the view
     /// narrows and more particles are culled, so the sort takes a smaller GPU-side count.
     pub zoom: f32,
+    /// `RecorderDesc::tile_origins` for the sort: `None` lets the recorder choose (where the
+    /// device has `shaderInt16`), `Some(true)` asks for tiles of 16-bit origins (an error where
+    /// the device lacks it), `Some(false)` keeps the values in the tiles.
+    pub tile_origins: Option<bool>,
 }
 
 /// Where things sit in the one buffer the depth pass, the sort and the draw share: the indirect
@@ -450,6 +463,13 @@ impl<'g> Renderer<'g> {
         if n == 0 {
             return Err(BadRequest("--count must be at least 1".into()).into());
         }
+        if desc.tile_origins == Some(true) && !gpu.shader_int16 {
+            return Err(BadRequest(format!(
+                "--tile-origins on: {} does not offer the shaderInt16 feature that tiles of 16-bit origins need",
+                gpu.name
+            ))
+            .into());
+        }
         let particle_bytes = u64::from(n) * std::mem::size_of::<Particle>() as u64;
         if particle_bytes > u64::from(limits.max_storage_buffer_range) {
             return Err(BadRequest(format!(
@@ -517,6 +537,11 @@ impl<'g> Renderer<'g> {
     /// The particles, as generated on the CPU and uploaded.
     pub fn particles(&self) -> &[Particle] {
         &self.particles
+    }
+
+    /// Whether the sort holds its pairs in tiles of 16-bit origins (`SortBinding::tile_origins`).
+    pub fn tile_origins(&self) -> bool {
+        self.binding.as_ref().is_some_and(SortBinding::tile_origins)
     }
 
     /// The image's format, for the report.
@@ -839,11 +864,22 @@ impl<'g> Renderer<'g> {
     /// The recorder on our device, and one binding: keys, indices and the GPU-side count.
     fn create_sorter(&mut self) -> Result<()> {
         let gpu = self.gpu;
-        let desc = RecorderDesc { max_bindings: 1, ..RecorderDesc::default() };
+        let desc = RecorderDesc {
+            max_bindings: 1,
+            shader_int16: gpu.shader_int16,
+            tile_origins: self.desc.tile_origins,
+            ..RecorderDesc::default()
+        };
         // SAFETY: the instance, physical device and device are the Gpu's, which outlives this
         // renderer (it is borrowed), and the recorder is dropped in `Drop` after the device idles.
-        let mut recorder = unsafe { SortRecorder::new(&gpu.instance, gpu.physical, &gpu.device, &desc) }
-            .context("SortRecorder::new")?;
+        let mut recorder =
+            unsafe { SortRecorder::new(&gpu.instance, gpu.physical, &gpu.device, &desc) }.map_err(|e| match e {
+                // The device offers shaderInt16 (checked in `new`) but cannot hold the tile.
+                bitonic_vk::Error::InvalidOption { .. } if self.desc.tile_origins == Some(true) => {
+                    anyhow::Error::new(BadRequest(format!("--tile-origins on: {e}")))
+                }
+                e => anyhow!("SortRecorder::new: {e}"),
+            })?;
         let n = self.desc.count;
         let buffer = self.sort_buffer.buffer;
         let l = self.layout;
