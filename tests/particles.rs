@@ -60,6 +60,12 @@ fn render_and_check(gpu: &Gpu, desc: RenderDesc, frames: &[u32]) -> Vec<u32> {
     drawn
 }
 
+/// A scene of `count` particles in a `width` x `height` RGBA32F image (where the device blends
+/// into it), the default view, and the recorder's own choice of tiles.
+fn scene(count: u32, width: u32, height: u32, seed: u64) -> RenderDesc {
+    RenderDesc { count, width, height, seed, half: false, zoom: 1.0, tile_origins: None }
+}
+
 #[test]
 fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
     let gpu = Gpu::new(&GpuDesc { validation: true, device: None }).expect("a Vulkan 1.1 device with graphics+compute");
@@ -68,7 +74,7 @@ fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
 
     // 3001 particles (not a power of two), 2 frames 30 degrees apart; some particles are behind
     // the camera or off screen, so the GPU-side count is below the capacity.
-    let desc = RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: false, zoom: 1.0, tile_origins: None };
+    let desc = scene(3001, 192, 160, 7);
     let drawn = render_and_check(&gpu, desc, &[0, 10]);
     for d in &drawn {
         assert!(*d > 1500 && *d < desc.count, "drawn {d} of {}: culling did not run as expected", desc.count);
@@ -77,41 +83,17 @@ fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
 
     // Edge cases: one particle (the sort records nothing), two, and a larger scene in a
     // non-square image.
-    render_and_check(
-        &gpu,
-        RenderDesc { count: 1, width: 16, height: 16, seed: 1, half: false, zoom: 1.0, tile_origins: None },
-        &[0],
-    );
-    render_and_check(
-        &gpu,
-        RenderDesc { count: 2, width: 17, height: 9, seed: 2, half: false, zoom: 1.0, tile_origins: None },
-        &[0],
-    );
-    render_and_check(
-        &gpu,
-        RenderDesc { count: 20_000, width: 256, height: 144, seed: 3, half: false, zoom: 1.0, tile_origins: None },
-        &[5],
-    );
+    render_and_check(&gpu, scene(1, 16, 16, 1), &[0]);
+    render_and_check(&gpu, scene(2, 17, 9, 2), &[0]);
+    render_and_check(&gpu, scene(20_000, 256, 144, 3), &[5]);
     // A narrow view: most particles culled, the sort's GPU-side count far below its capacity.
-    render_and_check(
-        &gpu,
-        RenderDesc { count: 20_000, width: 256, height: 144, seed: 3, half: false, zoom: 6.0, tile_origins: None },
-        &[0],
-    );
+    render_and_check(&gpu, RenderDesc { zoom: 6.0, ..scene(20_000, 256, 144, 3) }, &[0]);
 
     // The sort's pairs in tiles of 16-bit origins, asked for: where the device offers shaderInt16
     // (the example enables it there), drawn and checked as above; elsewhere refused. (A device
     // with shaderInt16 whose workgroups cannot take a sixteenth of the tile would refuse too;
     // lavapipe and the GPUs measured take it.)
-    let desc = RenderDesc {
-        count: 20_000,
-        width: 256,
-        height: 144,
-        seed: 3,
-        half: false,
-        zoom: 1.0,
-        tile_origins: Some(true),
-    };
+    let desc = RenderDesc { tile_origins: Some(true), ..scene(20_000, 256, 144, 3) };
     if gpu.shader_int16 {
         render_and_check(&gpu, desc, &[5]);
     } else {
@@ -120,26 +102,12 @@ fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
     }
 
     // The RGBA16F target every device can blend into, each blend rounded to half precision.
-    render_and_check(
-        &gpu,
-        RenderDesc { count: 3001, width: 192, height: 160, seed: 7, half: true, zoom: 1.0, tile_origins: None },
-        &[0],
-    );
+    render_and_check(&gpu, RenderDesc { half: true, ..scene(3001, 192, 160, 7) }, &[0]);
 
     // Over-limit requests are refused with an error, not a panic.
-    let err = Renderer::new(
-        &gpu,
-        RenderDesc { count: 0, width: 16, height: 16, seed: 1, half: false, zoom: 1.0, tile_origins: None },
-    )
-    .err()
-    .expect("count 0");
+    let err = Renderer::new(&gpu, scene(0, 16, 16, 1)).err().expect("count 0");
     assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
-    let err = Renderer::new(
-        &gpu,
-        RenderDesc { count: 10, width: 1 << 20, height: 16, seed: 1, half: false, zoom: 1.0, tile_origins: None },
-    )
-    .err()
-    .expect("huge image");
+    let err = Renderer::new(&gpu, scene(10, 1 << 20, 16, 1)).err().expect("huge image");
     assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
 
     // Destroying the device makes the layer report anything left alive.
