@@ -697,6 +697,43 @@ impl SortRecorder {
         Ok(Recorded { passes: plan.passes.len() })
     }
 
+    /// The passes [`SortRecorder::record_kind`] records for a sort of `n` elements of `kind` in
+    /// `order` through `binding` (0 for n < 2): the queries [`SortRecorder::record_timed`] writes.
+    /// Fails as `record_kind` would.
+    pub fn passes(&self, binding: &SortBinding, n: u32, kind: KeyKind, order: Order) -> Result<usize> {
+        Ok(self.plan(binding, n, 1, kind, order)?.passes.len())
+    }
+
+    /// [`SortRecorder::record_kind`], with a timestamp after each pass (at the compute-shader
+    /// stage): query `first + i` of `pool` after pass `i`. With a timestamp of the caller's just
+    /// before the sort, the differences are each pass's GPU time, the barrier before it included:
+    /// how a renderer profiles its frame's sort pass by pass. The timestamps add commands between
+    /// the passes but no wait beyond the barriers already there.
+    ///
+    /// # Safety
+    /// As [`SortRecorder::record`], and: `pool` is a `TIMESTAMP` query pool of this recorder's
+    /// device with at least `first` + [`SortRecorder::passes`] queries, those queries reset
+    /// before this command buffer runs (by `vkCmdResetQueryPool` earlier in it or in an earlier
+    /// submission, or on the host) and written by nothing else before they are read; the queue
+    /// family has `timestampValidBits` above zero.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn record_timed(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        n: u32,
+        kind: KeyKind,
+        order: Order,
+        pool: vk::QueryPool,
+        first: u32,
+    ) -> Result<Recorded> {
+        let plan = self.plan(binding, n, 1, kind, order)?;
+        let extras = Extras { pass_timestamps: Some((pool, first)), ..Extras::default() };
+        // SAFETY: forwarded from the caller, who also vouches for the pool and its queries.
+        unsafe { self.record_plan(cmd, binding, &plan, 1, &extras) };
+        Ok(Recorded { passes: plan.passes.len() })
+    }
+
     /// A binding made by another recorder is an error.
     fn check_own(&self, binding: &SortBinding) -> Result<()> {
         if binding.recorder != self.id {
@@ -836,7 +873,7 @@ impl SortRecorder {
 /// What the standalone sorter's benchmarks and tests add to a recording.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Extras<'a> {
-    /// A timestamp after each pass: query `first + 1 + index` of this pool.
+    /// A timestamp after each pass: query `first + index` of this pool.
     pub pass_timestamps: Option<(vk::QueryPool, u32)>,
     /// How the barrier between passes is recorded.
     pub barrier: PassBarrier<'a>,

@@ -169,8 +169,7 @@ pub(crate) struct VulkanEncoder<'a> {
     pub cmd: vk::CommandBuffer,
     pub layout: vk::PipelineLayout,
     pub kernels: &'a Kernels,
-    /// Where to write a timestamp at the end of each pass: query `first + 1 + index` of this
-    /// pool.
+    /// Where to write a timestamp at the end of each pass: query `first + index` of this pool.
     pub pass_timestamps: Option<(vk::QueryPool, u32)>,
     /// How the barrier between passes is recorded.
     pub barrier: PassBarrier<'a>,
@@ -197,7 +196,7 @@ impl Encoder for VulkanEncoder<'_> {
 
     fn pass_done(&mut self, index: usize) {
         if let Some((pool, first)) = self.pass_timestamps {
-            timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, first + 1 + index as u32);
+            timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, first + index as u32);
         }
     }
 }

@@ -1115,7 +1115,7 @@ impl Sorter {
                 record::input_barrier(device, cmd);
             }
             let extras = Extras {
-                pass_timestamps: per_pass.then_some((self.queries, first)),
+                pass_timestamps: per_pass.then_some((self.queries, first + 1)),
                 barrier,
                 max_groups: Some(self.max_groups),
                 drop_barrier_before_pass: self.desc.drop_barrier_before_pass,
@@ -1191,7 +1191,7 @@ impl Sorter {
                 }
                 record::bind_set(device, cmd, layout, self.binding().set);
                 let extras = Extras {
-                    pass_timestamps: Some((self.queries, first)),
+                    pass_timestamps: Some((self.queries, first + 1)),
                     barrier: PassBarrier::Memory,
                     ..Extras::default()
                 };
@@ -1254,7 +1254,7 @@ impl Sorter {
         record::input_barrier(device, cmd);
         let per_pass = timed && self.desc.pass_timestamps;
         let extras = Extras {
-            pass_timestamps: per_pass.then_some((self.queries, 0)),
+            pass_timestamps: per_pass.then_some((self.queries, 1)),
             barrier: PassBarrier::Memory,
             max_groups: Some(self.max_groups),
             drop_barrier_before_pass: self.desc.drop_barrier_before_pass,

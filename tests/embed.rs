@@ -9,7 +9,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
 use ash::vk;
-use bitonic_vk::{BindDesc, BufferRegion, Error, KeyWidth, Order, RecorderDesc, SortRecorder};
+use bitonic_vk::{BindDesc, BufferRegion, Error, KeyKind, KeyWidth, Order, RecorderDesc, SortRecorder};
 use rand::{Rng, SeedableRng};
 
 static ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -515,6 +515,139 @@ fn records_sorts(desc: &RecorderDesc) {
     r.destroy(storage);
     r.destroy(staging);
     // Destroying the device makes the layer report any object the recorder leaked.
+    drop(r);
+    let errors = ERRORS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+}
+
+/// `record_timed`: as many timestamps as `passes` says, at the queries asked for, each no earlier
+/// than the one before (the caller's own just before the sort), and the sort unchanged by them.
+#[test]
+fn a_renderer_times_its_sort_pass_by_pass() {
+    let r = Renderer::new();
+    // SAFETY: `physical` belongs to the instance.
+    let families = unsafe { r.instance.get_physical_device_queue_family_properties(r.physical) };
+    let bits = families[r.family as usize].timestamp_valid_bits;
+    if bits == 0 {
+        eprintln!("skipped: this queue family has no timestamps");
+        return;
+    }
+    let n = 5000u32;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let keys: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+    let values: Vec<u32> = (0..n).collect();
+    let a = r.alignment();
+    let off_v = align(u64::from(n) * 4, a);
+    let total = off_v + u64::from(n) * 4;
+    let storage = r.buffer(
+        total,
+        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+        vk::MemoryPropertyFlags::empty(),
+    );
+    let staging = r.buffer(
+        total,
+        vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+        vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+    );
+    staging.write(0, &keys);
+    staging.write(off_v, &values);
+    let desc = RecorderDesc { max_tile: Some(256), ..RecorderDesc::default() };
+    // SAFETY: the instance, physical device and device are live until the recorder is dropped.
+    let mut sorter = unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &desc) }.expect("recorder");
+    let region = |offset: u64| BufferRegion { buffer: storage.buffer, offset, size: u64::from(n) * 4 };
+    let binding = sorter
+        .bind(&BindDesc { keys: region(0), values: Some(region(off_v)), capacity: n, ..BindDesc::default() })
+        .expect("bind");
+    let passes = sorter.passes(&binding, n, KeyKind::U32, Order::Descending).expect("passes");
+    assert!(passes > 2, "{passes} passes");
+    assert_eq!(sorter.passes(&binding, 1, KeyKind::U32, Order::Descending).expect("one element"), 0);
+    let err = sorter.passes(&binding, n + 1, KeyKind::U32, Order::Descending).expect_err("over capacity");
+    assert!(matches!(err, Error::OverCapacity { .. }), "{err}");
+
+    // Queries 0 and 1 stay unused; the caller's own timestamp is query 2, the passes' 3 on.
+    let first = 3u32;
+    let info =
+        vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(first + passes as u32);
+    // SAFETY: plain creation; the queue family has timestamps (checked above).
+    let queries = unsafe { r.device.create_query_pool(&info, None) }.expect("query pool");
+    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
+    // SAFETY: plain creation on the live device.
+    let pool = unsafe { r.device.create_command_pool(&pool_info, None) }.expect("pool");
+    let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+    // SAFETY: the pool is live.
+    let cmd = unsafe { r.device.allocate_command_buffers(&alloc) }.expect("cmd")[0];
+    let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+    // SAFETY: a fresh command buffer.
+    unsafe { r.device.begin_command_buffer(cmd, &begin) }.expect("begin");
+    let whole = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size: total }];
+    // SAFETY: recording, outside a render pass; the pool holds these queries; both buffers hold
+    // `total` bytes and have the transfer usages.
+    unsafe {
+        r.device.cmd_reset_query_pool(cmd, queries, 0, first + passes as u32);
+        r.device.cmd_copy_buffer(cmd, staging.buffer, storage.buffer, &whole);
+    }
+    barrier(
+        &r,
+        cmd,
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+    );
+    // SAFETY: query 2 was reset above.
+    unsafe { r.device.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, first - 1) };
+    // SAFETY: `cmd` is recording; the contract barriers are in place; the pool is a timestamp pool
+    // of this device with `first + passes` queries, reset above and read after the fence.
+    let recorded = unsafe { sorter.record_timed(cmd, &binding, n, KeyKind::U32, Order::Descending, queries, first) }
+        .expect("record_timed");
+    assert_eq!(recorded.passes, passes);
+    barrier(
+        &r,
+        cmd,
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+    );
+    // SAFETY: as the upload copy.
+    unsafe { r.device.cmd_copy_buffer(cmd, storage.buffer, staging.buffer, &whole) };
+    barrier(
+        &r,
+        cmd,
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+    );
+    // SAFETY: recording began above.
+    unsafe { r.device.end_command_buffer(cmd) }.expect("end");
+    // SAFETY: plain creation.
+    let fence = unsafe { r.device.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence");
+    let cmds = [cmd];
+    let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+    // SAFETY: the command buffer is complete; the queue is used by this thread only.
+    unsafe { r.device.queue_submit(r.queue, &submit, fence) }.expect("submit");
+    // SAFETY: the fence is live.
+    unsafe { r.device.wait_for_fences(&[fence], true, 120_000_000_000) }.expect("wait");
+
+    // Every query from the caller's to the last pass's was written (NOT_READY otherwise).
+    let mut ticks = vec![0u64; passes + 1];
+    // SAFETY: the queries were reset and written by the finished submission.
+    unsafe { r.device.get_query_pool_results(queries, first - 1, &mut ticks, vk::QueryResultFlags::TYPE_64) }
+        .expect("every timestamp written");
+    let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    for (i, w) in ticks.windows(2).enumerate() {
+        assert!((w[1].wrapping_sub(w[0]) & mask) < mask / 2, "pass {i} ends before it starts: {ticks:?}");
+    }
+    let (got_k, got_v) = (staging.read(0, n as usize), staging.read(off_v, n as usize));
+    let mut expect = keys.clone();
+    expect.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(got_k, expect);
+    assert!(got_k.iter().zip(&got_v).all(|(k, v)| keys[*v as usize] == *k), "pairs split");
+
+    drop(sorter);
+    // SAFETY: the queue is idle (fence waited); nothing uses these any more.
+    unsafe {
+        r.device.destroy_fence(fence, None);
+        r.device.destroy_command_pool(pool, None);
+        r.device.destroy_query_pool(queries, None);
+    }
+    r.destroy(storage);
+    r.destroy(staging);
     drop(r);
     let errors = ERRORS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     assert!(errors.is_empty(), "validation errors: {errors:#?}");
