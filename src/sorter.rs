@@ -225,6 +225,10 @@ pub enum PassSync {
     /// Each pass in a command buffer of its own, submitted and waited for with a fence before the
     /// next pass is recorded.
     SubmitPerPass,
+    /// Every pass of a sort in one command buffer with the sorter's memory barrier between passes,
+    /// each sort a submission of its own, waited for before the next sort is recorded: the way a
+    /// renderer sorts once a frame, with the GPU idle between sorts while the host waits.
+    SubmitPerSort,
 }
 
 /// What [`Sorter::study`] measured.
@@ -238,8 +242,10 @@ pub struct PassStudy {
     /// For each sort, the GPU time from the end of the input copy to the end of the last pass.
     pub totals: Vec<Duration>,
     /// For each sort, host time: with [`PassSync::SubmitPerPass`], from recording the first pass
-    /// to the last pass's fence; with barriers, the whole batch's submit-to-fence time over the
-    /// sorts in it (which includes the upload and download).
+    /// to the last pass's fence; with [`PassSync::SubmitPerSort`], its submission's
+    /// submit-to-fence time (the first's includes the upload, the last's the download); with
+    /// barriers, the whole batch's submit-to-fence time over the sorts in it (which includes the
+    /// upload and download).
     pub wall: Vec<Duration>,
 }
 
@@ -924,7 +930,26 @@ impl Sorter {
         reps: u32,
     ) -> Result<Vec<Duration>> {
         let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
-        let Some(run) = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory)? else {
+        let Some(run) = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory, false)? else {
+            return Ok(Vec::new());
+        };
+        Ok(run.totals)
+    }
+
+    /// Times `reps` sorts of the same input as [`Sorter::time_repeated`] does, but each sort (its
+    /// copy into place and its passes) in a submission of its own, waited for before the next is
+    /// recorded: what one sort a frame costs a renderer, with the GPU idle between sorts while the
+    /// host waits and records. Returns each sort's GPU time; `keys` (and `values`) receive the
+    /// result. At most 240 reps; `Ok(vec![])` where the queue has no timestamps or n < 2.
+    pub fn time_separately<K: SortKey>(
+        &mut self,
+        keys: &mut [K],
+        values: Option<&mut [u32]>,
+        order: Order,
+        reps: u32,
+    ) -> Result<Vec<Duration>> {
+        let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
+        let Some(run) = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory, true)? else {
             return Ok(Vec::new());
         };
         Ok(run.totals)
@@ -957,7 +982,10 @@ impl Sorter {
         let n = keys.len();
         let pairs = values.is_some();
         let run = match sync {
-            PassSync::Barrier(flavor) => self.repeated(keys, values, K::KIND, order, reps, true, flavor)?,
+            PassSync::Barrier(flavor) => self.repeated(keys, values, K::KIND, order, reps, true, flavor, false)?,
+            PassSync::SubmitPerSort => {
+                self.repeated(keys, values, K::KIND, order, reps, true, BarrierFlavor::Memory, true)?
+            }
             PassSync::SubmitPerPass => self.submit_per_pass(keys, values, K::KIND, order, reps)?,
         };
         match run {
@@ -1052,7 +1080,8 @@ impl Sorter {
     }
 
     /// Sorts the staged input `reps` times back to back in one command buffer, each sort restoring
-    /// the pristine input first; with `per_pass`, a timestamp after every pass.
+    /// the pristine input first; with `per_pass`, a timestamp after every pass; with `separate`,
+    /// each sort in a submission of its own, waited for before the next is recorded.
     #[allow(clippy::too_many_arguments)]
     fn repeated(
         &mut self,
@@ -1063,6 +1092,7 @@ impl Sorter {
         reps: u32,
         per_pass: bool,
         flavor: BarrierFlavor,
+        separate: bool,
     ) -> Result<Option<PassStudy>> {
         let Some(plan) = self.prepare_repeated(keys, values.as_deref(), kind, order, reps)? else {
             return Ok(None);
@@ -1081,6 +1111,7 @@ impl Sorter {
         self.begin()?;
         let device = &shared.device;
         let cmd = self.cmd;
+        // Reset once for every sort: a reset in an earlier submission serves the later ones.
         record::reset_queries(device, cmd, self.queries, per_sort * reps);
         record::copy(device, cmd, &upload);
         // The upload before the first copy into place reads the device copies.
@@ -1090,7 +1121,16 @@ impl Sorter {
             (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
             (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
         );
+        let mut walls = Vec::new();
         for rep in 0..reps {
+            if separate && rep > 0 {
+                // The previous sort's submission, waited for; the barrier below still orders its
+                // memory accesses before this one's (submission order orders execution alone).
+                let start = Instant::now();
+                self.finish()?;
+                walls.push(start.elapsed());
+                self.begin()?;
+            }
             if rep > 0 {
                 // The previous sort's passes before this copy overwrites what they read and wrote.
                 record::barrier(
@@ -1131,10 +1171,14 @@ impl Sorter {
         record::download(device, cmd, &download);
         let start = Instant::now();
         self.finish()?;
-        let wall = start.elapsed() / reps;
+        if separate {
+            walls.push(start.elapsed());
+        } else {
+            walls = vec![start.elapsed() / reps; reps as usize];
+        }
         let ticks = self.read_ticks((per_sort * reps) as usize)?;
         self.read_back(keys, values)?;
-        Ok(Some(self.study_from_ticks(plan, &ticks, per_sort as usize, per_pass, vec![wall; reps as usize])))
+        Ok(Some(self.study_from_ticks(plan, &ticks, per_sort as usize, per_pass, walls)))
     }
 
     /// Sorts the staged input `reps` times, each pass in a command buffer of its own, submitted

@@ -245,6 +245,27 @@ fn bench_checks_and_times_each_case() {
 }
 
 #[test]
+fn bench_times_sorts_submitted_one_by_one() {
+    let dir = Dir::new();
+    let json = dir.path("r.json");
+    let out = bitonic()
+        .args(["bench", "--sizes", "1000,5000", "--payload", "pairs", "--reps", "2", "--warmup", "1"])
+        .args(["--submit", "each", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count(), 2, "{stdout}");
+    assert!(stdout.contains("each submitted and waited for on its own"), "{stdout}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["submit"] == "each" && r["verified"] == true), "{rows:?}");
+    bitonic().args(["bench", "--sizes", "2^10", "--submit", "never"]).assert().code(2);
+}
+
+#[test]
 fn bench_writes_json_csv_and_a_plot() {
     let dir = Dir::new();
     let (json, csv, svg) = (dir.path("r.json"), dir.path("r.csv"), dir.path("r.svg"));
@@ -350,7 +371,8 @@ fn passes_times_each_pass_and_compares_strategies() {
         .success()
         .stderr(no_validation_errors());
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    for strategy in ["barrier/memory", "barrier/buffer", "submit-per-pass", "barrier/memory/unfused"] {
+    for strategy in ["barrier/memory", "barrier/buffer", "submit-per-sort", "submit-per-pass", "barrier/memory/unfused"]
+    {
         assert!(stdout.lines().any(|l| l.starts_with(strategy)), "{strategy} missing:\n{stdout}");
     }
     assert!(stdout.contains("with a buffer barrier each") && stdout.contains("no barrier"), "{stdout}");
@@ -374,7 +396,7 @@ fn passes_times_each_pass_and_compares_strategies() {
 
 #[test]
 fn passes_runs_each_strategy_alone() {
-    for args in [&["--sync", "submit"][..], &["--barrier", "buffer"], &["--max-fused", "1"]] {
+    for args in [&["--sync", "submit"][..], &["--sync", "sort"], &["--barrier", "buffer"], &["--max-fused", "1"]] {
         bitonic()
             .args(["passes", "--n", "3000", "--max-tile", "256", "--reps", "2"])
             .args(args)

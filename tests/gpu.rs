@@ -968,16 +968,26 @@ fn back_to_back_timed_sorts_leave_a_correct_result() {
     {
         let sorter = if transfer { &mut from_transfer } else { &mut *sorter };
         let input: Vec<u64> = (0..n).map(|_| rng.random()).collect();
-        let (mut keys, mut values) = (input.clone(), (0..n as u32).collect::<Vec<_>>());
-        let times = sorter
-            .time_repeated(&mut keys, pairs.then_some(&mut values[..]), Order::Descending, 4)
-            .unwrap_or_else(|e| panic!("time_repeated: {e}"));
-        assert!(times.is_empty() || times.len() == 4, "{} times", times.len());
         let mut expect = input.clone();
         expect.sort_unstable_by(|a, b| b.cmp(a));
-        assert_eq!(keys, expect, "n={n}");
-        if pairs {
-            assert!(keys.iter().zip(&values).all(|(k, v)| input[*v as usize] == *k), "pairs split, n={n}");
+        // Back to back in one command buffer, then each sort a submission of its own.
+        for separate in [false, true] {
+            let (mut keys, mut values) = (input.clone(), (0..n as u32).collect::<Vec<_>>());
+            let times = if separate {
+                sorter.time_separately(&mut keys, pairs.then_some(&mut values[..]), Order::Descending, 3)
+            } else {
+                sorter.time_repeated(&mut keys, pairs.then_some(&mut values[..]), Order::Descending, 4)
+            }
+            .unwrap_or_else(|e| panic!("separate {separate}: {e}"));
+            let reps = if separate { 3 } else { 4 };
+            assert!(times.is_empty() || times.len() == reps, "{} times", times.len());
+            assert_eq!(keys, expect, "n={n} separate {separate}");
+            if pairs {
+                assert!(
+                    keys.iter().zip(&values).all(|(k, v)| input[*v as usize] == *k),
+                    "pairs split, n={n} separate {separate}"
+                );
+            }
         }
     }
     assert_validation_clean();

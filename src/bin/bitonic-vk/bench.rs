@@ -121,12 +121,26 @@ pub struct BenchArgs {
     /// included).
     #[arg(long, value_enum, default_value_t = TimeFrom::Compute)]
     time_from: TimeFrom,
+    /// How the timed sorts reach the GPU: `batch`, back to back in one command buffer, so that the
+    /// GPU never idles between them; `each`, every sort (its copy into place and its passes) a
+    /// submission of its own, waited for before the next is recorded: one sort a frame, as a
+    /// renderer runs it, the GPU idle while the host waits and records. The warm-up runs in
+    /// batches either way.
+    #[arg(long, value_enum, default_value_t = Submit::Batch)]
+    submit: Submit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Payload {
     Keys,
     Pairs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Submit {
+    Batch,
+    Each,
 }
 
 /// One measured case, as the JSON and CSV outputs hold it.
@@ -153,6 +167,8 @@ pub struct Row {
     cpu_ms_median: f64,
     par_cpu_ms_median: f64,
     verified: bool,
+    /// How the timed sorts were submitted (`--submit`).
+    submit: Submit,
 }
 
 /// `bench` keeps a GPU busy before timing until a sort's time settles (`timing::WarmUp`), in
@@ -367,14 +383,22 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     }
     progress.finish_and_clear();
     println!(
-        "gpu ms: timestamps from {} to the end of the last pass, median (min, max) of {} sorts run back to back on the GPU after {} more{}; wall ms: one sort including upload and download (median of {}); Mkeys/s and GB/s from the GPU median (GB/s: the input's bytes read and written once); model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier); cpu ms: sort_unstable, rayon ms: par_sort_unstable on {} threads (median of up to {} runs, at most about {} s each)",
+        "gpu ms: timestamps from {} to the end of the last pass, median (min, max) of {} sorts {} after {} more{}; wall ms: one sort including upload and download (median of {}); Mkeys/s and GB/s from the GPU median (GB/s: the input's bytes read and written once); model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier); cpu ms: sort_unstable, rayon ms: par_sort_unstable on {} threads (median of up to {} runs, at most about {} s each)",
         match args.time_from {
             TimeFrom::Compute => "the end of an empty compute dispatch standing for the pass that wrote the input",
             TimeFrom::Transfer => "the end of the input's copy",
         },
         args.reps,
+        match args.submit {
+            Submit::Batch => "run back to back on the GPU",
+            Submit::Each => "each submitted and waited for on its own",
+        },
         args.warmup,
-        if cpu_device { "" } else { " (on a GPU: after the same work until its time settled, 2 to 4 s, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)" },
+        match (cpu_device, args.submit) {
+            (true, _) => "",
+            (false, Submit::Batch) => " (on a GPU: after the same work until its time settled, 2 to 4 s, and as many more as take ~0.3 s, up to 240 a command buffer, in the timed command buffer)",
+            (false, Submit::Each) => " (on a GPU: after the same work back to back until its time settled, 2 to 4 s, and as many more submitted one by one as take ~0.3 s back to back, up to 240 in all)",
+        },
         args.reps,
         rayon::current_num_threads(),
         args.reps,
@@ -468,7 +492,8 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
     // has stopped falling (timing::WarmUp: at least two seconds, at most four), and then
     // start the timed command buffer itself with ~0.3 s of untimed sorts (as many as fit under
     // the 240 a command buffer takes): between batches the host copies the input, and at 2^24
-    // keys that gap alone let the H100 clock down again.
+    // keys that gap alone let the H100 clock down again. With --submit each, those untimed sorts
+    // and the timed ones are submitted one by one, as a renderer's frames are.
     let mut keys = input.clone();
     let mut values = indices.clone();
     let mut untimed = args.warmup;
@@ -492,8 +517,22 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
         let lead = (IN_BUFFER_WARM_UP.as_secs_f64() / estimate.as_secs_f64()).ceil() as u32;
         untimed = untimed.max(lead.min(MAX_SORTS_PER_BUFFER - args.reps));
     }
-    let timed = sorter.time_repeated(&mut keys, pairs.then_some(&mut values[..]), order, untimed + args.reps)?;
-    check(&keys, &values, "back-to-back sorts")?;
+    let timed = match args.submit {
+        Submit::Batch => {
+            sorter.time_repeated(&mut keys, pairs.then_some(&mut values[..]), order, untimed + args.reps)?
+        }
+        Submit::Each => {
+            sorter.time_separately(&mut keys, pairs.then_some(&mut values[..]), order, untimed + args.reps)?
+        }
+    };
+    check(
+        &keys,
+        &values,
+        match args.submit {
+            Submit::Batch => "back-to-back sorts",
+            Submit::Each => "sorts submitted one by one",
+        },
+    )?;
     let mut gpu_times: Vec<Duration> = timed.into_iter().skip(untimed as usize).collect();
     gpu_times.sort();
 
@@ -518,6 +557,7 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
         cpu_ms_median: ms(cpu),
         par_cpu_ms_median: ms(par_cpu),
         verified: verify,
+        submit: args.submit,
     })
 }
 

@@ -1,7 +1,7 @@
 //! `bitonic-vk passes`: the barrier study. Per-pass GPU timestamps of one sort, under the ways of
-//! separating passes that can be compared: barrier flavours, a submit per pass, fused or not, and
-//! empty-dispatch chains for the fixed costs. Every mode keeps every dependency between passes,
-//! and every result is checked against the CPU's sort.
+//! separating passes that can be compared: barrier flavours, a submit per sort or per pass, fused
+//! or not, and empty-dispatch chains for the fixed costs. Every mode keeps every dependency
+//! between passes, and every result is checked against the CPU's sort.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -31,8 +31,10 @@ pub struct PassesArgs {
     #[arg(long, value_enum, default_value = "ascending")]
     order: OrderArg,
     /// How passes are separated: `barrier`, every pass in one command buffer with a pipeline
-    /// barrier between passes (the sorter's way); `submit`, a command buffer, submit and fence
-    /// wait per pass.
+    /// barrier between passes (the sorter's way), the sorts back to back in one command buffer;
+    /// `sort`, the same barriers but each sort a submission of its own, waited for before the
+    /// next (one sort a frame, as a renderer runs it); `submit`, a command buffer, submit and
+    /// fence wait per pass.
     #[arg(long, value_enum, default_value = "barrier")]
     sync: SyncArg,
     /// The barrier's flavour with --sync barrier: a global VkMemoryBarrier, a VkBufferMemoryBarrier
@@ -100,9 +102,9 @@ pub struct PassesArgs {
     /// included).
     #[arg(long, value_enum, default_value_t = TimeFrom::Compute)]
     time_from: TimeFrom,
-    /// Run every strategy (each barrier flavour, a submit per pass, unfused) and the empty-dispatch
-    /// chains, and print a summary; the per-pass table is the one --sync/--barrier choose. It runs
-    /// fused and unfused itself, so it takes no --max-fused.
+    /// Run every strategy (each barrier flavour, a submit per sort, a submit per pass, unfused) and
+    /// the empty-dispatch chains, and print a summary; the per-pass table is the one
+    /// --sync/--barrier choose. It runs fused and unfused itself, so it takes no --max-fused.
     #[arg(long, conflicts_with = "max_fused")]
     compare: bool,
     /// Sorts timed per strategy (medians per pass are over these).
@@ -125,6 +127,7 @@ pub struct PassesArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum SyncArg {
     Barrier,
+    Sort,
     Submit,
 }
 
@@ -158,6 +161,7 @@ impl Strategy {
         let base = match sync {
             PassSync::Barrier(f) => format!("barrier/{}", f.name()),
             PassSync::SubmitPerPass => "submit-per-pass".to_owned(),
+            PassSync::SubmitPerSort => "submit-per-sort".to_owned(),
         };
         Strategy { name: if unfused { format!("{base}/unfused") } else { base }, sync, unfused }
     }
@@ -246,6 +250,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     let primary = Strategy::new(
         match args.sync {
             SyncArg::Barrier => PassSync::Barrier(args.barrier.into()),
+            SyncArg::Sort => PassSync::SubmitPerSort,
             SyncArg::Submit => PassSync::SubmitPerPass,
         },
         args.max_fused == Some(1),
@@ -264,6 +269,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
                 all.push(Strategy::new(PassSync::Barrier(flavor), false));
             }
         }
+        all.push(Strategy::new(PassSync::SubmitPerSort, false));
         all.push(Strategy::new(PassSync::SubmitPerPass, false));
         all.push(Strategy::new(PassSync::Barrier(BarrierFlavor::Memory), true));
         strategies.extend(all.into_iter().filter(|s| s.name != primary.name));
@@ -321,6 +327,9 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
         first.rows.iter().map(|r| r.gpu_us).sum::<f64>(),
         match first.strategy.sync {
             PassSync::SubmitPerPass => format!("host time per sort {:.3} ms", first.wall.as_secs_f64() * 1e3),
+            PassSync::SubmitPerSort => {
+                format!("host time per sort's submission {:.3} ms", first.wall.as_secs_f64() * 1e3)
+            }
             PassSync::Barrier(_) =>
                 format!("host time per sort, with transfers, {:.3} ms", first.wall.as_secs_f64() * 1e3),
         }
@@ -350,7 +359,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
                 o.wall.as_secs_f64() * 1e3
             );
         }
-        println!("(gpu us: median whole sort from timestamps; global/local/segment: sum of per-pass medians (passes); host ms/sort: submit-per-pass: host clock from the first pass's recording to the last fence; barrier strategies: one batch's submit-to-fence over its sorts, transfers included)");
+        println!("(gpu us: median whole sort from timestamps; global/local/segment: sum of per-pass medians (passes); host ms/sort: submit-per-pass: host clock from the first pass's recording to the last fence; submit-per-sort: one sort's submit-to-fence; barrier strategies: one batch's submit-to-fence over its sorts, transfers included)");
         println!();
         empty_chains(&mut sorter, args.chain, info.synchronization2, cpu_device)?;
     }
