@@ -358,9 +358,15 @@ pub struct RenderDesc {
     pub tile_origins: Option<bool>,
 }
 
+/// The least alignment of the sort's regions in their buffer. `minStorageBufferOffsetAlignment`
+/// is all that binding asks (16 bytes on NVIDIA's driver), but the sort reads and writes its keys
+/// and values in aligned runs of consecutive elements, and a region that starts off a 256-byte
+/// boundary spreads each run over one more cache line and sector.
+const REGION_ALIGNMENT: u64 = 256;
+
 /// Where things sit in the one buffer the depth pass, the sort and the draw share: the indirect
 /// draw command (whose instance count is the GPU-side count), the keys and the indices, each at a
-/// non-zero offset aligned to `minStorageBufferOffsetAlignment`.
+/// non-zero offset aligned to `minStorageBufferOffsetAlignment` and to [`REGION_ALIGNMENT`].
 #[derive(Clone, Copy, Debug)]
 struct SortLayout {
     /// The count: `instanceCount` of the indirect command at `count - 4`.
@@ -495,7 +501,7 @@ impl<'g> Renderer<'g> {
             .into());
         }
         let (format, precision) = pick_format(gpu, desc.half)?;
-        let alignment = limits.min_storage_buffer_offset_alignment.max(4);
+        let alignment = limits.min_storage_buffer_offset_alignment.max(REGION_ALIGNMENT);
         let mut r = Renderer {
             gpu,
             desc,
