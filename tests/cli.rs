@@ -223,11 +223,11 @@ fn an_unknown_device_is_refused_with_the_list_of_devices() {
 
 #[test]
 fn devices_lists_the_chosen_device_and_its_limits() {
-    bitonic()
-        .arg("devices")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("* 0:").and(predicate::str::contains("maxComputeSharedMemorySize")));
+    bitonic().arg("devices").assert().success().stdout(
+        predicate::str::contains("* 0:")
+            .and(predicate::str::contains("maxComputeSharedMemorySize"))
+            .and(predicate::str::contains("minStorageBufferOffsetAlignment")),
+    );
 }
 
 #[test]

@@ -131,22 +131,24 @@ fn devices(gpu: &GpuArgs) -> Result<(), Failure> {
         if !d.usable() {
             println!("      not usable: needs a compute queue and Vulkan 1.1");
         }
-        println!("      maxComputeSharedMemorySize     {} bytes", l.max_compute_shared_memory_size);
-        println!("      subgroup size                  {}", l.subgroup_size);
-        println!("      maxComputeWorkGroupCount[0]    {}", l.max_compute_work_group_count_x);
-        println!("      maxComputeWorkGroupInvocations {}", l.max_compute_work_group_invocations);
-        println!("      maxStorageBufferRange          {} bytes", l.max_storage_buffer_range);
-        println!("      maxMemoryAllocationSize        {} bytes", l.max_memory_allocation_size);
-        println!("      device-local memory            {} bytes", d.device_local_memory);
-        println!("      VK_KHR_synchronization2        {}", if d.synchronization2 { "yes" } else { "no" });
-        if l.timestamp_valid_bits > 0 {
-            println!(
-                "      timestamps                     {} valid bits, {} ns per tick",
-                l.timestamp_valid_bits, l.timestamp_period
-            );
-        } else {
-            println!("      timestamps                     not supported on the compute queue");
-        }
+        let row = |name: &str, value: String| println!("      {name:<32}{value}");
+        row("maxComputeSharedMemorySize", format!("{} bytes", l.max_compute_shared_memory_size));
+        row("subgroup size", l.subgroup_size.to_string());
+        row("maxComputeWorkGroupCount[0]", l.max_compute_work_group_count_x.to_string());
+        row("maxComputeWorkGroupInvocations", l.max_compute_work_group_invocations.to_string());
+        row("maxStorageBufferRange", format!("{} bytes", l.max_storage_buffer_range));
+        row("maxMemoryAllocationSize", format!("{} bytes", l.max_memory_allocation_size));
+        row("minStorageBufferOffsetAlignment", format!("{} bytes", l.min_storage_buffer_offset_alignment));
+        row("device-local memory", format!("{} bytes", d.device_local_memory));
+        row("VK_KHR_synchronization2", if d.synchronization2 { "yes" } else { "no" }.to_owned());
+        row(
+            "timestamps",
+            if l.timestamp_valid_bits > 0 {
+                format!("{} valid bits, {} ns per tick", l.timestamp_valid_bits, l.timestamp_period)
+            } else {
+                "not supported on the compute queue".to_owned()
+            },
+        );
     }
     println!("(* = the device bitonic-vk uses; choose another with --device or BITONIC_VK_DEVICE)");
     Ok(())
