@@ -55,6 +55,13 @@ fn render_and_check(gpu: &Gpu, desc: RenderDesc, frames: &[u32]) -> Vec<u32> {
                 "the reversed order is not told apart: {diff:?}"
             );
         }
+        if let (true, Some(t)) = (desc.pass_times, &frame.timings) {
+            // Every pass timed, from the end of the depth pass to the last pass's end, which
+            // comes before the frame's timestamp after the sort and its barrier.
+            assert!(!t.passes.is_empty() && t.passes.iter().all(|p| *p >= 0.0), "{desc:?}: passes {:?}", t.passes);
+            let sum: f64 = t.passes.iter().sum();
+            assert!(sum <= t.sort + 1e-3, "{desc:?}: the passes take {sum} us of a {} us sort", t.sort);
+        }
         drawn.push(frame.count);
     }
     drawn
@@ -63,7 +70,7 @@ fn render_and_check(gpu: &Gpu, desc: RenderDesc, frames: &[u32]) -> Vec<u32> {
 /// A scene of `count` particles in a `width` x `height` RGBA32F image (where the device blends
 /// into it), the default view, and the recorder's own choice of tiles.
 fn scene(count: u32, width: u32, height: u32, seed: u64) -> RenderDesc {
-    RenderDesc { count, width, height, seed, half: false, zoom: 1.0, tile_origins: None }
+    RenderDesc { count, width, height, seed, half: false, zoom: 1.0, tile_origins: None, pass_times: false }
 }
 
 #[test]
@@ -100,6 +107,9 @@ fn particles_are_drawn_back_to_front_as_the_cpu_composites_them() {
         let err = Renderer::new(&gpu, desc).err().expect("tile origins without shaderInt16");
         assert!(err.downcast_ref::<render::BadRequest>().is_some(), "{err:#}");
     }
+
+    // The sort timed pass by pass (SortRecorder::record_timed), drawn and checked as above.
+    render_and_check(&gpu, RenderDesc { pass_times: true, ..scene(20_000, 256, 144, 3) }, &[5]);
 
     // The RGBA16F target every device can blend into, each blend rounded to half precision.
     render_and_check(&gpu, RenderDesc { half: true, ..scene(3001, 192, 160, 7) }, &[0]);

@@ -6,12 +6,13 @@
 //!
 //! ```sh
 //! cargo run --release --example particles -- --out frame.png [--count N] [--frames N]
-//!     [--warmup N] [--size WxH] [--seed S] [--half] [--zoom Z] [--tile-origins on|off] [--check]
-//!     [--validation] [--device INDEX|NAME]
+//!     [--warmup N] [--size WxH] [--seed S] [--half] [--zoom Z] [--tile-origins on|off] [--pass-times]
+//!     [--check] [--validation] [--device INDEX|NAME]
 //! ```
 //!
 //! It prints each part's GPU time per frame (timestamps: depth pass, sort, draw), medians over
-//! the frames. `--check` reads back every frame's sorted keys and indices and its image, and
+//! the frames; `--pass-times` adds each of the sort's passes (`SortRecorder::record_timed`).
+//! `--check` reads back every frame's sorted keys and indices and its image, and
 //! compares them with the CPU's (see `scene.rs`).
 
 mod render;
@@ -61,6 +62,10 @@ struct Args {
     /// or by default the recorder's choice where the device offers `shaderInt16`.
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     tile_origins: Option<bool>,
+    /// Also time each of the sort's passes (`SortRecorder::record_timed`, a timestamp after each)
+    /// and print their medians.
+    #[arg(long)]
+    pass_times: bool,
     /// Check every frame: the order read back and the image against a CPU reference.
     #[arg(long)]
     check: bool,
@@ -206,6 +211,7 @@ fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>
         half: args.half,
         zoom: args.zoom,
         tile_origins: args.tile_origins,
+        pass_times: args.pass_times,
     };
     let renderer = Renderer::new(gpu, desc)?;
     println!(
@@ -222,6 +228,7 @@ fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>
     );
     let total = args.warmup + args.frames;
     let (mut depth, mut sort, mut draw, mut frame_total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut passes: Vec<Vec<f64>> = Vec::new();
     let mut drawn = Vec::new();
     let mut last_image = None;
     for i in 0..total {
@@ -259,6 +266,10 @@ fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>
                 sort.push(t.sort);
                 draw.push(t.draw);
                 frame_total.push(t.depth + t.sort + t.draw);
+                passes.resize(t.passes.len(), Vec::new());
+                for (times, t) in passes.iter_mut().zip(t.passes) {
+                    times.push(t);
+                }
             }
         }
         if last {
@@ -276,6 +287,13 @@ fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>
         {
             let (median, min, max) = stats(values);
             println!("  {name:<6} {median:>10.1} us  ({min:.1}..{max:.1})");
+        }
+        if !passes.is_empty() {
+            println!("the sort's passes (each from the end of the one before, its barrier included):");
+            for (i, values) in passes.iter_mut().enumerate() {
+                let (median, min, max) = stats(values);
+                println!("  pass {i:<2} {median:>8.1} us  ({min:.1}..{max:.1})");
+            }
         }
     }
     drop(renderer);

@@ -15,7 +15,8 @@
 //!    `indices[gl_InstanceIndex]`; premultiplied "over" blending into a float colour image;
 //! 6. copies of the image and the sorted keys and indices to host-visible memory when asked.
 //!
-//! Timestamps after the count is zeroed and after steps 2, 3 and 5 give each part's GPU time.
+//! Timestamps after the count is zeroed and after steps 2, 3 and 5 give each part's GPU time, and
+//! with `RenderDesc::pass_times` one after each of the sort's passes.
 
 use std::ffi::{c_void, CStr};
 use std::fmt;
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use ash::vk;
-use bitonic_vk::{BindDesc, BufferRegion, Order, RecorderDesc, SortBinding, SortRecorder};
+use bitonic_vk::{BindDesc, BufferRegion, KeyKind, Order, RecorderDesc, SortBinding, SortRecorder};
 
 use crate::scene::{self, FrameConstants, Particle, Precision};
 
@@ -33,6 +34,9 @@ const SPRITE_FRAG_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/particl
 
 /// Invocations per workgroup of `depth.comp`.
 const DEPTH_GROUP: u32 = 256;
+/// The frame's timestamps: after the count is zeroed, after the depth pass, after the sort, after
+/// the draw.
+const FRAME_QUERIES: u32 = 4;
 /// Environment variable choosing the device, as for `bitonic-vk`: an index or part of a name.
 pub const DEVICE_ENV: &str = "BITONIC_VK_DEVICE";
 
@@ -356,6 +360,9 @@ pub struct RenderDesc {
     /// device has `shaderInt16`), `Some(true)` asks for tiles of 16-bit origins (an error where
     /// the device lacks it), `Some(false)` keeps the values in the tiles.
     pub tile_origins: Option<bool>,
+    /// A timestamp after each of the sort's passes (`SortRecorder::record_timed`), for
+    /// [`Timings::passes`].
+    pub pass_times: bool,
 }
 
 /// The least alignment of the sort's regions in their buffer. `minStorageBufferOffsetAlignment`
@@ -399,7 +406,7 @@ pub struct Readback {
 }
 
 /// GPU time of each part of one frame, microseconds.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Timings {
     /// The depth (and cull) pass.
     pub depth: f64,
@@ -407,6 +414,9 @@ pub struct Timings {
     pub sort: f64,
     /// The render pass: clear and draw.
     pub draw: f64,
+    /// With [`RenderDesc::pass_times`], each of the sort's passes, the barrier before it included
+    /// (their sum is `sort` less the barrier after the last pass); else empty.
+    pub passes: Vec<f64>,
 }
 
 /// One rendered frame.
@@ -452,6 +462,9 @@ pub struct Renderer<'g> {
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
     queries: vk::QueryPool,
+    /// Queries in `queries`: the frame's 4, then one after each of the sort's passes with
+    /// [`RenderDesc::pass_times`].
+    query_count: u32,
     // Dropped after `Drop::drop` has waited for the device and before the Gpu (borrowed) goes.
     binding: Option<SortBinding>,
     recorder: Option<SortRecorder>,
@@ -528,6 +541,7 @@ impl<'g> Renderer<'g> {
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             queries: vk::QueryPool::null(),
+            query_count: FRAME_QUERIES,
             binding: None,
             recorder: None,
         };
@@ -919,7 +933,18 @@ impl<'g> Renderer<'g> {
         self.fence =
             unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(vk_err("vkCreateFence"))?;
         if self.gpu.timestamp_bits > 0 {
-            let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(4);
+            if self.desc.pass_times {
+                let (recorder, binding) = match (&self.recorder, &self.binding) {
+                    (Some(r), Some(b)) => (r, b),
+                    _ => bail!("the sort was not created before the commands"),
+                };
+                let passes = recorder
+                    .passes(binding, self.desc.count, KeyKind::F32, Order::Descending)
+                    .context("SortRecorder::passes")?;
+                self.query_count = FRAME_QUERIES + passes as u32;
+            }
+            let info =
+                vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(self.query_count);
             // SAFETY: plain creation; the queue family has timestamps.
             self.queries = unsafe { device.create_query_pool(&info, None) }.map_err(vk_err("vkCreateQueryPool"))?;
         }
@@ -1021,7 +1046,7 @@ impl<'g> Renderer<'g> {
 
     fn timestamp(&self, query: u32) {
         if self.queries != vk::QueryPool::null() {
-            // SAFETY: the pool has 4 queries, reset at the start of this command buffer; BOTTOM_OF_PIPE
+            // SAFETY: `query` < 4 <= query_count, reset at the start of this command buffer; BOTTOM_OF_PIPE
             // waits for every earlier command to finish.
             unsafe {
                 self.gpu.device.cmd_write_timestamp(
@@ -1050,7 +1075,7 @@ impl<'g> Renderer<'g> {
         self.begin()?;
         if self.queries != vk::QueryPool::null() {
             // SAFETY: outside a render pass; the last use of the queries finished.
-            unsafe { device.cmd_reset_query_pool(cmd, self.queries, 0, 4) };
+            unsafe { device.cmd_reset_query_pool(cmd, self.queries, 0, self.query_count) };
         }
         // The last frame's reads and writes of these buffers come before this frame's writes.
         self.barrier(
@@ -1091,8 +1116,27 @@ impl<'g> Renderer<'g> {
         // SAFETY: `cmd` is recording outside a render pass on a queue with compute; the barrier
         // above makes the keys, indices and count visible; the recorder, binding and buffers live
         // until the fence is waited for (below), and the recorder is dropped before the device.
-        unsafe { recorder.record::<f32>(cmd, binding, self.desc.count, Order::Descending) }
-            .context("SortRecorder::record")?;
+        if self.query_count > FRAME_QUERIES {
+            // SAFETY: as above, and the pool is a timestamp pool of this device with a query for
+            // each pass from FRAME_QUERIES on (counted by `passes` for this binding, count and
+            // order), reset at the start of this command buffer and read after the fence.
+            unsafe {
+                recorder.record_timed(
+                    cmd,
+                    binding,
+                    self.desc.count,
+                    KeyKind::F32,
+                    Order::Descending,
+                    self.queries,
+                    FRAME_QUERIES,
+                )
+            }
+            .context("SortRecorder::record_timed")?;
+        } else {
+            // SAFETY: as above.
+            unsafe { recorder.record::<f32>(cmd, binding, self.desc.count, Order::Descending) }
+                .context("SortRecorder::record")?;
+        }
         // The sort's last writes, then the vertex shader's reads of the indices, the indirect
         // command's read of the count, and the copies out.
         self.barrier(
@@ -1167,14 +1211,17 @@ impl<'g> Renderer<'g> {
         self.submit_and_wait()?;
 
         let timings = if self.queries != vk::QueryPool::null() {
-            let mut ticks = [0u64; 4];
-            // SAFETY: the 4 queries were written by the finished submission.
+            let mut ticks = vec![0u64; self.query_count as usize];
+            // SAFETY: every query of the pool was written by the finished submission.
             unsafe { device.get_query_pool_results(self.queries, 0, &mut ticks, vk::QueryResultFlags::TYPE_64) }
                 .map_err(vk_err("vkGetQueryPoolResults"))?;
             let mask = if self.gpu.timestamp_bits >= 64 { u64::MAX } else { (1u64 << self.gpu.timestamp_bits) - 1 };
             let period = f64::from(self.gpu.limits.timestamp_period);
             let us = |a: usize, b: usize| (ticks[b].wrapping_sub(ticks[a]) & mask) as f64 * period / 1000.0;
-            Some(Timings { depth: us(0, 1), sort: us(1, 2), draw: us(2, 3) })
+            // Pass i ends at query FRAME_QUERIES + i; the first starts after the depth pass (1).
+            let ends = FRAME_QUERIES as usize..self.query_count as usize;
+            let passes = ends.map(|end| us(if end == FRAME_QUERIES as usize { 1 } else { end - 1 }, end)).collect();
+            Some(Timings { depth: us(0, 1), sort: us(1, 2), draw: us(2, 3), passes })
         } else {
             None
         };
