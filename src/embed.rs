@@ -691,9 +691,26 @@ impl SortRecorder {
         kind: KeyKind,
         order: Order,
     ) -> Result<Recorded> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.record_one(cmd, binding, n, kind, order, &Extras::default()) }
+    }
+
+    /// Plans one array of `n` and records it with `extras`.
+    ///
+    /// # Safety
+    /// As [`SortRecorder::record`], and a pool in `extras` as [`SortRecorder::record_timed`] asks.
+    unsafe fn record_one(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        n: u32,
+        kind: KeyKind,
+        order: Order,
+        extras: &Extras<'_>,
+    ) -> Result<Recorded> {
         let plan = self.plan(binding, n, 1, kind, order)?;
         // SAFETY: forwarded from the caller.
-        unsafe { self.record_plan(cmd, binding, &plan, 1, &Extras::default()) };
+        unsafe { self.record_plan(cmd, binding, &plan, 1, extras) };
         Ok(Recorded { passes: plan.passes.len() })
     }
 
@@ -727,11 +744,9 @@ impl SortRecorder {
         pool: vk::QueryPool,
         first: u32,
     ) -> Result<Recorded> {
-        let plan = self.plan(binding, n, 1, kind, order)?;
         let extras = Extras { pass_timestamps: Some((pool, first)), ..Extras::default() };
         // SAFETY: forwarded from the caller, who also vouches for the pool and its queries.
-        unsafe { self.record_plan(cmd, binding, &plan, 1, &extras) };
-        Ok(Recorded { passes: plan.passes.len() })
+        unsafe { self.record_one(cmd, binding, n, kind, order, &extras) }
     }
 
     /// A binding made by another recorder is an error.

@@ -929,11 +929,7 @@ impl Sorter {
         order: Order,
         reps: u32,
     ) -> Result<Vec<Duration>> {
-        let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
-        let Some(run) = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory, false)? else {
-            return Ok(Vec::new());
-        };
-        Ok(run.totals)
+        self.sort_totals(keys, values, order, reps, false)
     }
 
     /// Times `reps` sorts of the same input as [`Sorter::time_repeated`] does, but each sort (its
@@ -948,11 +944,22 @@ impl Sorter {
         order: Order,
         reps: u32,
     ) -> Result<Vec<Duration>> {
+        self.sort_totals(keys, values, order, reps, true)
+    }
+
+    /// Each sort's GPU time of `repeated` without per-pass timestamps (`separate`: a submission
+    /// per sort).
+    fn sort_totals<K: SortKey>(
+        &mut self,
+        keys: &mut [K],
+        values: Option<&mut [u32]>,
+        order: Order,
+        reps: u32,
+        separate: bool,
+    ) -> Result<Vec<Duration>> {
         let keys: &mut [u32] = bytemuck::cast_slice_mut(keys);
-        let Some(run) = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory, true)? else {
-            return Ok(Vec::new());
-        };
-        Ok(run.totals)
+        let run = self.repeated(keys, values, K::KIND, order, reps, false, BarrierFlavor::Memory, separate)?;
+        Ok(run.map(|r| r.totals).unwrap_or_default())
     }
 
     /// Sorts the same input `reps` times with a timestamp after every pass, the passes separated

@@ -128,6 +128,82 @@ impl Renderer {
         Buffer { buffer, memory, mapped, size }
     }
 
+    /// A storage buffer of `size` bytes (any memory) and a host-visible staging buffer as large.
+    fn storage_and_staging(&self, size: u64) -> (Buffer, Buffer) {
+        let storage = self.buffer(
+            size,
+            vk::BufferUsageFlags::STORAGE_BUFFER
+                | vk::BufferUsageFlags::TRANSFER_SRC
+                | vk::BufferUsageFlags::TRANSFER_DST,
+            vk::MemoryPropertyFlags::empty(),
+        );
+        let staging = self.buffer(
+            size,
+            vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+        );
+        (storage, staging)
+    }
+
+    /// A command pool and a command buffer from it, begun for one submission.
+    fn begin_commands(&self) -> (vk::CommandPool, vk::CommandBuffer) {
+        let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(self.family);
+        // SAFETY: plain creation on the live device.
+        let pool = unsafe { self.device.create_command_pool(&pool_info, None) }.expect("pool");
+        let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+        // SAFETY: the pool is live.
+        let cmd = unsafe { self.device.allocate_command_buffers(&alloc) }.expect("cmd")[0];
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: a fresh command buffer.
+        unsafe { self.device.begin_command_buffer(cmd, &begin) }.expect("begin");
+        (pool, cmd)
+    }
+
+    /// Records the copy of `size` bytes from `from` into `to` and the barrier that makes them
+    /// visible to the sort (the Contract's "before").
+    fn upload(&self, cmd: vk::CommandBuffer, from: &Buffer, to: &Buffer, size: u64) {
+        let whole = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size }];
+        // SAFETY: both buffers hold `size` bytes and have the transfer usages; `cmd` is recording.
+        unsafe { self.device.cmd_copy_buffer(cmd, from.buffer, to.buffer, &whole) };
+        barrier(
+            self,
+            cmd,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+        );
+    }
+
+    /// The Contract's "after" barrier, the copy of `size` bytes from `from` into the host-visible
+    /// `to`, then ends `cmd`, submits it and waits; returns the fence for the caller to destroy.
+    fn download_and_wait(&self, cmd: vk::CommandBuffer, from: &Buffer, to: &Buffer, size: u64) -> vk::Fence {
+        barrier(
+            self,
+            cmd,
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+        );
+        let whole = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size }];
+        // SAFETY: as in `upload`.
+        unsafe { self.device.cmd_copy_buffer(cmd, from.buffer, to.buffer, &whole) };
+        barrier(
+            self,
+            cmd,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+        );
+        // SAFETY: recording was begun by `begin_commands`.
+        unsafe { self.device.end_command_buffer(cmd) }.expect("end");
+        // SAFETY: plain creation.
+        let fence = unsafe { self.device.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence");
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        // SAFETY: the command buffer is complete; the queue is used by this thread only.
+        unsafe { self.device.queue_submit(self.queue, &submit, fence) }.expect("submit");
+        // SAFETY: the fence is live.
+        unsafe { self.device.wait_for_fences(&[fence], true, 120_000_000_000) }.expect("wait");
+        fence
+    }
+
     fn destroy(&self, b: Buffer) {
         // SAFETY: the GPU is done with the buffer (the queue was waited for).
         unsafe {
@@ -286,16 +362,7 @@ fn records_sorts(desc: &RecorderDesc) {
     let off_k6 = align(off_v5 + u64::from(cap5) * 4, a.max(8));
     let off_v6 = align(off_k6 + u64::from(n6) * 8, a);
     let total = off_v6 + u64::from(n6) * 4;
-    let storage = r.buffer(
-        total,
-        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
-        vk::MemoryPropertyFlags::empty(),
-    );
-    let staging = r.buffer(
-        total,
-        vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
-        vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
-    );
+    let (storage, staging) = r.storage_and_staging(total);
     staging.write(off_k1, &keys1);
     staging.write(off_v1, &values1);
     staging.write(off_k2, bytemuck::cast_slice(&keys2));
@@ -369,24 +436,8 @@ fn records_sorts(desc: &RecorderDesc) {
         .expect_err("8-byte keys in a region for 4-byte ones");
     assert!(matches!(err, Error::BufferTooSmall { needed: 80, .. }), "{err}");
 
-    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
-    // SAFETY: plain creation on the live device.
-    let pool = unsafe { r.device.create_command_pool(&pool_info, None) }.expect("pool");
-    let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
-    // SAFETY: the pool is live.
-    let cmd = unsafe { r.device.allocate_command_buffers(&alloc) }.expect("cmd")[0];
-    let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-    // SAFETY: a fresh command buffer.
-    unsafe { r.device.begin_command_buffer(cmd, &begin) }.expect("begin");
-    let whole = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size: total }];
-    // SAFETY: both buffers hold `total` bytes and have the transfer usages.
-    unsafe { r.device.cmd_copy_buffer(cmd, staging.buffer, storage.buffer, &whole) };
-    barrier(
-        &r,
-        cmd,
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-    );
+    let (pool, cmd) = r.begin_commands();
+    r.upload(cmd, &staging, &storage, total);
     // Over capacity is refused, and records nothing.
     // SAFETY: `cmd` is recording; contract barriers are in place.
     let err = unsafe { sorter.record::<u32>(cmd, &b1, n1 + 1, Order::Ascending) }.expect_err("over capacity");
@@ -420,30 +471,7 @@ fn records_sorts(desc: &RecorderDesc) {
     // SAFETY: as above.
     let p6 = unsafe { sorter.record::<i64>(cmd, &b6, n6, Order::Descending) }.expect("record 6");
     assert!([p1, p2, p3, p4, p5, p6].iter().all(|p| p.passes >= 1));
-    barrier(
-        &r,
-        cmd,
-        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-    );
-    // SAFETY: as the upload copy.
-    unsafe { r.device.cmd_copy_buffer(cmd, storage.buffer, staging.buffer, &whole) };
-    barrier(
-        &r,
-        cmd,
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-        (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-    );
-    // SAFETY: recording began above.
-    unsafe { r.device.end_command_buffer(cmd) }.expect("end");
-    // SAFETY: plain creation.
-    let fence = unsafe { r.device.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence");
-    let cmds = [cmd];
-    let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-    // SAFETY: the command buffer is complete; the queue is used by this thread only.
-    unsafe { r.device.queue_submit(r.queue, &submit, fence) }.expect("submit");
-    // SAFETY: the fence is live.
-    unsafe { r.device.wait_for_fences(&[fence], true, 120_000_000_000) }.expect("wait");
+    let fence = r.download_and_wait(cmd, &storage, &staging, total);
 
     let (got_k1, got_v1) = (staging.read(off_k1, n1 as usize), staging.read(off_v1, n1 as usize));
     let mut expect1 = keys1.clone();
@@ -539,16 +567,7 @@ fn a_renderer_times_its_sort_pass_by_pass() {
     let a = r.alignment();
     let off_v = align(u64::from(n) * 4, a);
     let total = off_v + u64::from(n) * 4;
-    let storage = r.buffer(
-        total,
-        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
-        vk::MemoryPropertyFlags::empty(),
-    );
-    let staging = r.buffer(
-        total,
-        vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
-        vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
-    );
+    let (storage, staging) = r.storage_and_staging(total);
     staging.write(0, &keys);
     staging.write(off_v, &values);
     let desc = RecorderDesc { max_tile: Some(256), ..RecorderDesc::default() };
@@ -570,28 +589,10 @@ fn a_renderer_times_its_sort_pass_by_pass() {
         vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(first + passes as u32);
     // SAFETY: plain creation; the queue family has timestamps (checked above).
     let queries = unsafe { r.device.create_query_pool(&info, None) }.expect("query pool");
-    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(r.family);
-    // SAFETY: plain creation on the live device.
-    let pool = unsafe { r.device.create_command_pool(&pool_info, None) }.expect("pool");
-    let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
-    // SAFETY: the pool is live.
-    let cmd = unsafe { r.device.allocate_command_buffers(&alloc) }.expect("cmd")[0];
-    let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-    // SAFETY: a fresh command buffer.
-    unsafe { r.device.begin_command_buffer(cmd, &begin) }.expect("begin");
-    let whole = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size: total }];
-    // SAFETY: recording, outside a render pass; the pool holds these queries; both buffers hold
-    // `total` bytes and have the transfer usages.
-    unsafe {
-        r.device.cmd_reset_query_pool(cmd, queries, 0, first + passes as u32);
-        r.device.cmd_copy_buffer(cmd, staging.buffer, storage.buffer, &whole);
-    }
-    barrier(
-        &r,
-        cmd,
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-    );
+    let (pool, cmd) = r.begin_commands();
+    // SAFETY: recording, outside a render pass; the pool holds these queries.
+    unsafe { r.device.cmd_reset_query_pool(cmd, queries, 0, first + passes as u32) };
+    r.upload(cmd, &staging, &storage, total);
     // SAFETY: query 2 was reset above.
     unsafe { r.device.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, first - 1) };
     // SAFETY: `cmd` is recording; the contract barriers are in place; the pool is a timestamp pool
@@ -599,30 +600,7 @@ fn a_renderer_times_its_sort_pass_by_pass() {
     let recorded = unsafe { sorter.record_timed(cmd, &binding, n, KeyKind::U32, Order::Descending, queries, first) }
         .expect("record_timed");
     assert_eq!(recorded.passes, passes);
-    barrier(
-        &r,
-        cmd,
-        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-    );
-    // SAFETY: as the upload copy.
-    unsafe { r.device.cmd_copy_buffer(cmd, storage.buffer, staging.buffer, &whole) };
-    barrier(
-        &r,
-        cmd,
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-        (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-    );
-    // SAFETY: recording began above.
-    unsafe { r.device.end_command_buffer(cmd) }.expect("end");
-    // SAFETY: plain creation.
-    let fence = unsafe { r.device.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence");
-    let cmds = [cmd];
-    let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-    // SAFETY: the command buffer is complete; the queue is used by this thread only.
-    unsafe { r.device.queue_submit(r.queue, &submit, fence) }.expect("submit");
-    // SAFETY: the fence is live.
-    unsafe { r.device.wait_for_fences(&[fence], true, 120_000_000_000) }.expect("wait");
+    let fence = r.download_and_wait(cmd, &storage, &staging, total);
 
     // Every query from the caller's to the last pass's was written (NOT_READY otherwise).
     let mut ticks = vec![0u64; passes + 1];
