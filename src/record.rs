@@ -321,8 +321,9 @@ pub(crate) fn timestamp(
     pool: vk::QueryPool,
     query: u32,
 ) {
-    // SAFETY: the query was reset earlier in this command buffer or in an earlier submission that
-    // has completed, and the queue family supports timestamps (the sorter creates the pool only
-    // then).
+    // SAFETY: the query was reset before this command buffer runs and the queue family supports
+    // timestamps: the sorter creates its pool only then and resets its queries in this command
+    // buffer or an earlier, completed submission; `SortRecorder::record_timed`'s caller promises
+    // the same of its pool.
     unsafe { device.cmd_write_timestamp(cmd, stage, pool, query) };
 }

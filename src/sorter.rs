@@ -715,11 +715,11 @@ impl Sorter {
         self.wait()
     }
 
-    /// The first `count` timestamps of the last submission.
+    /// The first `count` timestamps, written by the submissions waited for since they were reset.
     fn read_ticks(&self, count: usize) -> Result<Vec<u64>> {
         let mut ticks = vec![0u64; count];
         // SAFETY: the caller's submissions (this one or an earlier, completed one) reset these
-        // queries, the last one wrote them, and it was waited for.
+        // queries and wrote them, and every one of them was waited for.
         unsafe {
             self.ctx.shared.device.get_query_pool_results(
                 self.queries,

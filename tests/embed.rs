@@ -593,6 +593,10 @@ fn a_renderer_times_its_sort_pass_by_pass() {
     // SAFETY: recording, outside a render pass; the pool holds these queries.
     unsafe { r.device.cmd_reset_query_pool(cmd, queries, 0, first + passes as u32) };
     r.upload(cmd, &staging, &storage, total);
+    // SAFETY: `cmd` is recording; the call fails before recording anything.
+    let err = unsafe { sorter.record_timed(cmd, &binding, n, KeyKind::U32, Order::Descending, queries, u32::MAX) }
+        .expect_err("query indices past u32::MAX");
+    assert!(matches!(err, Error::InvalidOption { name: "first", .. }), "{err}");
     // SAFETY: query 2 was reset above.
     unsafe { r.device.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, first - 1) };
     // SAFETY: `cmd` is recording; the contract barriers are in place; the pool is a timestamp pool

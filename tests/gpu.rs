@@ -17,7 +17,7 @@ use bitonic_vk::plan::Segment;
 use bitonic_vk::shaders::Payload;
 use bitonic_vk::sorter::sized_chunk_for;
 use bitonic_vk::timing::WarmUp;
-use bitonic_vk::{Context, ContextDesc, DeviceType, Error, KeyKind, KeyWidth, Order, Sorter, SorterDesc};
+use bitonic_vk::{Context, ContextDesc, DeviceType, Error, KeyKind, KeyWidth, Order, PassSync, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -988,6 +988,22 @@ fn back_to_back_timed_sorts_leave_a_correct_result() {
                     "pairs split, n={n} separate {separate}"
                 );
             }
+        }
+    }
+    // One sort per submission, pass by pass: each sort's host time is its own submission's (the
+    // batched strategies share one batch's), and every pass of every sort is timed.
+    let input: Vec<u64> = (0..5000).map(|_| rng.random()).collect();
+    let mut keys = input.clone();
+    match sorter.study(&mut keys, None, Order::Ascending, PassSync::SubmitPerSort, 3) {
+        Err(Error::Unsupported { .. }) => eprintln!("skipped: no timestamps on this queue"),
+        Err(e) => panic!("study: {e}"),
+        Ok(study) => {
+            assert_eq!((study.totals.len(), study.wall.len()), (3, 3));
+            assert!(study.pass_times.iter().all(|p| p.len() == study.plan.passes.len()), "{study:?}");
+            assert!(study.wall.windows(2).any(|w| w[0] != w[1]), "one shared wall time: {:?}", study.wall);
+            let mut expect = input.clone();
+            expect.sort_unstable();
+            assert_eq!(keys, expect, "one sort per submission");
         }
     }
     assert_validation_clean();

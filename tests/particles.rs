@@ -56,9 +56,10 @@ fn render_and_check(gpu: &Gpu, desc: RenderDesc, frames: &[u32]) -> Vec<u32> {
             );
         }
         if let (true, Some(t)) = (desc.pass_times, &frame.timings) {
-            // Every pass timed, from the end of the depth pass to the last pass's end, which
-            // comes before the frame's timestamp after the sort and its barrier.
-            assert!(!t.passes.is_empty() && t.passes.iter().all(|p| *p >= 0.0), "{desc:?}: passes {:?}", t.passes);
+            // Every pass timed, each taking some time (a pass read in the wrong order would wrap
+            // to hours), from the end of the depth pass to the last pass's end, which comes
+            // before the frame's timestamp after the sort and its barrier.
+            assert!(!t.passes.is_empty() && t.passes.iter().all(|p| *p > 0.0), "{desc:?}: passes {:?}", t.passes);
             let sum: f64 = t.passes.iter().sum();
             assert!(sum <= t.sort + 1e-3, "{desc:?}: the passes take {sum} us of a {} us sort", t.sort);
         }

@@ -124,8 +124,9 @@ pub struct BenchArgs {
     /// How the timed sorts reach the GPU: `batch`, back to back in one command buffer, so that the
     /// GPU never idles between them; `each`, every sort (its copy into place and its passes) a
     /// submission of its own, waited for before the next is recorded: one sort a frame, as a
-    /// renderer runs it, the GPU idle while the host waits and records. The warm-up runs in
-    /// batches either way.
+    /// renderer runs it, the GPU idle while the host waits and records. The warm-up until a sort's
+    /// time settles runs in batches either way; with `each`, the --warmup sorts and the ~0.3 s
+    /// lead before the timed ones are submitted one by one too.
     #[arg(long, value_enum, default_value_t = Submit::Batch)]
     submit: Submit,
 }
