@@ -710,8 +710,23 @@ impl SortRecorder {
     ) -> Result<Recorded> {
         let plan = self.plan(binding, n, 1, kind, order)?;
         // SAFETY: forwarded from the caller.
-        unsafe { self.record_plan(cmd, binding, &plan, 1, extras) };
-        Ok(Recorded { passes: plan.passes.len() })
+        Ok(unsafe { self.record_planned(cmd, binding, &plan, extras) })
+    }
+
+    /// Records one array's `plan` (made by [`SortRecorder::plan`] for `binding`) with `extras`.
+    ///
+    /// # Safety
+    /// As [`SortRecorder::record_one`].
+    unsafe fn record_planned(
+        &self,
+        cmd: vk::CommandBuffer,
+        binding: &SortBinding,
+        plan: &Plan,
+        extras: &Extras<'_>,
+    ) -> Recorded {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.record_plan(cmd, binding, plan, 1, extras) };
+        Recorded { passes: plan.passes.len() }
     }
 
     /// The passes [`SortRecorder::record_kind`] records for a sort of `n` elements of `kind` in
@@ -746,7 +761,8 @@ impl SortRecorder {
         pool: vk::QueryPool,
         first: u32,
     ) -> Result<Recorded> {
-        if first.checked_add(self.passes(binding, n, kind, order)? as u32).is_none() {
+        let plan = self.plan(binding, n, 1, kind, order)?;
+        if first.checked_add(plan.passes.len() as u32).is_none() {
             return Err(Error::InvalidOption {
                 name: "first",
                 value: first.to_string(),
@@ -754,8 +770,9 @@ impl SortRecorder {
             });
         }
         let extras = Extras { pass_timestamps: Some((pool, first)), ..Extras::default() };
-        // SAFETY: forwarded from the caller, who also vouches for the pool and its queries.
-        unsafe { self.record_one(cmd, binding, n, kind, order, &extras) }
+        // SAFETY: forwarded from the caller, who also vouches for the pool and its queries; the
+        // check above keeps every query index the plan's passes take within u32.
+        Ok(unsafe { self.record_planned(cmd, binding, &plan, &extras) })
     }
 
     /// A binding made by another recorder is an error.

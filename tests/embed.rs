@@ -266,6 +266,23 @@ fn align(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
+/// Ends a test once its fence has been waited: destroys the fence, the command pool and the
+/// buffers, then the device, which makes the layer report any object the recorder leaked, and
+/// fails on any error-severity validation message of the test.
+fn finish(r: Renderer, fence: vk::Fence, pool: vk::CommandPool, buffers: [Buffer; 2]) {
+    // SAFETY: the queue is idle (the caller waited the fence); nothing uses these any more.
+    unsafe {
+        r.device.destroy_fence(fence, None);
+        r.device.destroy_command_pool(pool, None);
+    }
+    for b in buffers {
+        r.destroy(b);
+    }
+    drop(r);
+    let errors = ERRORS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+}
+
 #[test]
 fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
     records_sorts(&RecorderDesc::default());
@@ -535,17 +552,7 @@ fn records_sorts(desc: &RecorderDesc) {
     }
 
     drop(sorter);
-    // SAFETY: the queue is idle (fence waited); nothing uses these any more.
-    unsafe {
-        r.device.destroy_fence(fence, None);
-        r.device.destroy_command_pool(pool, None);
-    }
-    r.destroy(storage);
-    r.destroy(staging);
-    // Destroying the device makes the layer report any object the recorder leaked.
-    drop(r);
-    let errors = ERRORS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+    finish(r, fence, pool, [storage, staging]);
 }
 
 /// `record_timed`: as many timestamps as `passes` says, at the queries asked for, each no earlier
@@ -622,15 +629,7 @@ fn a_renderer_times_its_sort_pass_by_pass() {
     assert!(got_k.iter().zip(&got_v).all(|(k, v)| keys[*v as usize] == *k), "pairs split");
 
     drop(sorter);
-    // SAFETY: the queue is idle (fence waited); nothing uses these any more.
-    unsafe {
-        r.device.destroy_fence(fence, None);
-        r.device.destroy_command_pool(pool, None);
-        r.device.destroy_query_pool(queries, None);
-    }
-    r.destroy(storage);
-    r.destroy(staging);
-    drop(r);
-    let errors = ERRORS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    assert!(errors.is_empty(), "validation errors: {errors:#?}");
+    // SAFETY: the queue is idle (fence waited); nothing uses the pool any more.
+    unsafe { r.device.destroy_query_pool(queries, None) };
+    finish(r, fence, pool, [storage, staging]);
 }
