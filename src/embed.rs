@@ -713,10 +713,11 @@ impl SortRecorder {
         Ok(unsafe { self.record_planned(cmd, binding, &plan, extras) })
     }
 
-    /// Records one array's `plan` (made by [`SortRecorder::plan`] for `binding`) with `extras`.
+    /// Records one array's `plan` with `extras`.
     ///
     /// # Safety
-    /// As [`SortRecorder::record_one`].
+    /// As [`SortRecorder::record_one`], and `plan` is what [`SortRecorder::plan`] made for
+    /// `binding` with one array (its passes index that binding's pipelines and sizes).
     unsafe fn record_planned(
         &self,
         cmd: vk::CommandBuffer,

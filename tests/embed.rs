@@ -268,7 +268,8 @@ fn align(x: u64, a: u64) -> u64 {
 
 /// Ends a test once its fence has been waited: destroys the fence, the command pool and the
 /// buffers, then the device, which makes the layer report any object the recorder leaked, and
-/// fails on any error-severity validation message of the test.
+/// fails on any error-severity validation message seen so far (the list is the process's, shared
+/// by the tests running beside this one).
 fn finish(r: Renderer, fence: vk::Fence, pool: vk::CommandPool, buffers: [Buffer; 2]) {
     // SAFETY: the queue is idle (the caller waited the fence); nothing uses these any more.
     unsafe {
