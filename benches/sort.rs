@@ -6,8 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use bitonic_vk::timing::WarmUp;
-use bitonic_vk::{Context, ContextDesc, DeviceType, Order};
+use bitonic_vk::{Context, ContextDesc, DeviceType, Order, Sorter, SorterDesc, WarmUp};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 
@@ -19,7 +18,7 @@ fn sorts(c: &mut Criterion) {
             return;
         }
     };
-    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("creating the sorter: {e}"));
+    let mut sorter = Sorter::new(&ctx, &SorterDesc::default()).unwrap_or_else(|e| panic!("creating the sorter: {e}"));
     let cpu_device = ctx.device_info().device_type == DeviceType::Cpu;
     let largest = if cpu_device { 16 } else { 24 };
     let warm = !cpu_device;

@@ -5,10 +5,7 @@
 // Push constants used: n (16-byte words, 0..2^30), group_offset.
 #extension GL_GOOGLE_include_directive : require
 
-layout(constant_id = 0) const uint WG_SIZE = 256;
-layout(local_size_x_id = 0) in;
-
-#include "push_constants.glsl"
+#include "interface.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer Source { uvec4 source[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Destination { uvec4 destination[]; };

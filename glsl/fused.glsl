@@ -10,9 +10,8 @@
 
 #extension GL_EXT_control_flow_attributes : require
 
-// Substages per group (specialization constant 2): exactly this many in a global_merge pass, at
-// most this many per chunk in the local kernels; 1..6.
-layout(constant_id = 2) const uint FUSED = 4;
+// FUSED (a specialization constant): substages per group, exactly this many in a global_merge
+// pass, at most this many per chunk in the local kernels; 1..6.
 // Register slots per invocation: 2^FUSED at most. Slots a kernel's FUSED leaves unused are never
 // indexed once the loops over 1 << FUSED unroll, and cost no register.
 const uint MAX_SLOTS = 64u;

@@ -4,7 +4,7 @@
 // 2^FUSED elements per invocation, held in registers (fused.glsl). dir = 1 when the first of them
 // is the stage's flip. Keys are already order images here: the first and last passes of a sort
 // are local kernels.
-// Push constants used: n, inc (a power of two), dir (0 or 1), group_offset, flags (count).
+// Push constants used: n, inc (a power of two), dir (0 or 1), group_offset, flags.
 #include "common.glsl"
 #include "fused.glsl"
 

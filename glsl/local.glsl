@@ -1,4 +1,4 @@
-// Shared-memory tile machinery of the two local kernels (tile_sort, local_merge): one workgroup
+// Shared-memory tile machinery of the local kernels (tile_sort, local_merge, segment_merge): one workgroup
 // owns one tile of TILE consecutive elements (a windowed local_merge: two or four, one after the
 // other), loads it into shared memory, runs the substages there in chunks of up to FUSED fused in
 // registers (fused.glsl) with a workgroup barrier after each chunk, and stores the tile back.
@@ -8,12 +8,11 @@
 // Elements per invocation of one batch of tile loads or stores (see tile_batch).
 const uint LOAD_SLOTS = 16u;
 
-// Elements per tile, a power of two (specialization constant 1), sized on the host from
+// TILE (a specialization constant): elements per tile, a power of two, sized on the host from
 // maxComputeSharedMemorySize: TILE * 4 bytes per key (8 with KEY64; + 4 per value with PAIRS)
 // must fit.
-layout(constant_id = 1) const uint TILE = 2048;
 
-// With ORIGINS (a build of 4-byte keys with values: build.rs) the tile holds each element's
+// With ORIGINS (the payload PairsOrigins: 4-byte keys with values) the tile holds each element's
 // origin, its local index when the tile was loaded, as a 16-bit number in place of its value: 6
 // bytes an element instead of 8, so that 8192 pairs fit in 48 KiB. Each invocation holds the
 // values of the elements it loaded in registers (r_held) while the network moves keys and
@@ -55,18 +54,13 @@ uint tile_base() {
 // does; with a GPU-side count the tiles past it return at once (the whole workgroup alike, so no
 // barrier is skipped by part of it).
 bool tile_live(uint base) {
-#ifdef GPU_COUNT
-    return base < N;
-#else
-    return true;
-#endif
+    return !COUNTED || base < N;
 }
 
 // Elements per invocation moved between the buffers and shared memory in one unrolled batch of a
 // full tile: every load of a batch is issued before the first is waited on. A loop of one load
-// and one shared-memory store per iteration keeps one load in flight per invocation; with one
-// workgroup of 1024 invocations per multiprocessor (at 64 registers each, the whole register
-// file) that held the H100's local merges to a third of the copy bandwidth.
+// and one shared-memory store per iteration keeps one load in flight per invocation, too few
+// where one large workgroup fills a multiprocessor's registers.
 uint tile_batch() {
     return clamp(TILE / WG_SIZE, 1u, LOAD_SLOTS);
 }
@@ -141,7 +135,7 @@ void load_tile(uint base) {
 }
 
 // Loads ahead, for the persistent local kernels (the tile sort and the local merge with
-// pc.inc > 0), whose element buffers are volatile (local_merge.comp says why).
+// pc.loop_stride > 0), whose element buffers are volatile (local_merge.comp says why).
 
 // The next tile, TILE / WG_SIZE elements per invocation (at most LOAD_SLOTS: see AHEAD_FITS).
 KEY r_ahead[LOAD_SLOTS];
@@ -186,9 +180,8 @@ void store_ahead(bool map) {
     barrier();
 }
 
-// Tiles per window of a windowed local_merge, log2 (specialization constant 3): 0 (no window: one
-// tile per workgroup), 1 or 2.
-layout(constant_id = 3) const uint WINDOW = 0;
+// WINDOW (a specialization constant): tiles per window of a windowed local_merge, log2: 0 (no
+// window: one tile per workgroup), 1 or 2.
 
 // The four register slots of batch entry b of a window of four tiles: run_slots(2, flip) on
 // slots 4b..4b+3, the substage of stride 2 TILE (or the flip) and then that of stride TILE, the
@@ -340,10 +333,9 @@ void window_substage(uint base, bool flip) {
     if (WINDOW == 1u) {
         uint live = N - base;
 #if !defined(PAIRS) && !defined(KEY64)
-        // 4-byte keys alone: a full window with its bounds and flip as literals (on the H100 its
-        // windows of two at 2^24 keys took 102 and 95 us instead of 107 and 103, at 112 registers
-        // against 109); a partial one (the last of a sort) tests every bound. For pairs the same
-        // code made 2^21 to 2^24 pairs 1 to 2.3 % slower.
+        // 4-byte keys alone: a full window with its bounds and flip as literals; a partial one
+        // (the last of a sort) tests every bound. For pairs the same code was slower
+        // (docs/LEVERS.md).
         if (live >= 2u * TILE && flip) {
             window_pair(base, true, TILE, TILE);
         } else if (live >= 2u * TILE) {
@@ -365,8 +357,8 @@ void window_substage(uint base, bool flip) {
     memoryBarrierBuffer();
 #else
     if (flip) {
-        // Only the flip needs it (a buffer memory barrier waits for this invocation's stores to
-        // the upper tiles too: on every window it cost the H100 about 1 to 2 %).
+        // Only the flip needs it: a buffer memory barrier also waits for this invocation's stores
+        // to the upper tiles, which costs every window that takes it.
         memoryBarrierBuffer();
     }
 #endif

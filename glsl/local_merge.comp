@@ -4,24 +4,23 @@
 // with strides TILE/2 .. 1 on its tile in shared memory, fused up to FUSED at a time in registers,
 // all ascending by order image.
 //
-// With WINDOW = 1 or 2 (specialization constant 3, a pipeline each; the plan gives such a pass
+// With WINDOW = 1 or 2 (a specialization constant, a pipeline each; the plan gives such a pass
 // pc.inc == TILE << (WINDOW-1)) each workgroup takes a window of 2^WINDOW tiles: it first runs
 // the WINDOW substages of strides TILE << (WINDOW-1) .. TILE between them in registers (the
 // first the stage's flip when pc.dir is 1; window_substage in local.glsl), then the strides
 // TILE/2 .. 1 on each tile in turn, the lowest first.
 //
-// With WINDOW = 0 the workgroups may be fewer than the tiles (Plan::persistent_merges): pc.inc is
-// then the workgroups of the pass, and workgroup w merges tiles w, w + pc.inc, ... (pc.inc = 0:
-// tile w alone). Each loads its next tile into registers before it merges this one, so that the
-// loads are in flight while the chunks run.
-// Push constants used: n, inc (WINDOW = 0), dir (WINDOW > 0), group_offset, flags.
+// With WINDOW = 0 the workgroups may be fewer than the tiles (Plan::persistent_merges):
+// pc.loop_stride is then the workgroups of the pass, and workgroup w merges tiles w,
+// w + pc.loop_stride, ... (pc.loop_stride = 0: tile w alone). Each loads its next tile into
+// registers before it merges this one, so that the loads are in flight while the chunks run.
+// Push constants used: n, loop_stride (WINDOW = 0), inc and dir (WINDOW > 0), group_offset, flags.
 //
 // The keys and values are volatile here, for the loads of the next tile. The driver's compiler
 // issues plain loads next to their first use: here the stores into shared memory after this
 // tile's chunks, so nothing would overlap. Volatile loads stay where they are written, and only
-// their first use waits for them. On the H100 at 2^24 u32 keys a local merge took 86 us with
-// plain loads, 86 us with a buffer memory barrier after them, and 63 us with volatile ones.
-// The whole binding is volatile rather than a second, volatile declaration of it for these loads
+// their first use waits for them (a buffer memory barrier after plain loads did not do it:
+// docs/LEVERS.md). The whole binding is volatile rather than a second, volatile declaration of it for these loads
 // alone: synchronization validation takes a variable that is never stored to as a read of the
 // whole binding by every dispatch of the pipeline, and the dispatches of one split pass (disjoint
 // elements, no barrier between them) then show as read-after-write hazards.
@@ -31,9 +30,9 @@
 // The strides TILE/2 .. 1 of every tile this workgroup owns. A local merge never maps keys to
 // images on load (only the tile sort does), so the ahead registers hold images already.
 void merge_tiles() {
-    if (pc.inc == 0u) {
-        // One tile per workgroup: nothing to load ahead of. Through the registers this cost pairs
-        // time on the H100 (2^24 pairs, one tile per workgroup: 4.07 ms; this way 3.89).
+    if (pc.loop_stride == 0u) {
+        // One tile per workgroup: nothing to load ahead of, and the registers' round trip cost
+        // pairs time.
         uint base = tile_base();
         if (!tile_live(base)) {
             return;
@@ -45,7 +44,7 @@ void merge_tiles() {
     }
     uint tiles = (N + TILE - 1u) / TILE;
     uint full = N / TILE;
-    uint stride = pc.inc;
+    uint stride = pc.loop_stride;
     uint t = gl_WorkGroupID.x + pc.group_offset;
     if (AHEAD_FITS && t < full) {
         load_ahead(t * TILE);

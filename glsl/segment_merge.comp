@@ -1,54 +1,43 @@
 #version 450
 // segment_merge: a run of consecutive substages of the network on cosets of TILE elements, in
-// shared memory (Segment in src/plan.rs says which runs and why each is closed on a coset). Each
-// workgroup loads the elements element_of names, runs in local indices
+// shared memory (Segment in src/segment.rs says which runs and why each is closed on a coset).
+// Each workgroup loads the elements element_of names, runs in local indices
 //   - with SEGMENT_TAIL, the half-cleaners of strides 2^(low-1) .. 1 (the end of a stage),
 //   - with pc.dir, the flip of blocks of 2^u, u = low + high + 1 (the next stage's flip),
 //   - the half-cleaners of strides 2^(low+high-1) .. 2^low (the high run),
 // in chunks of up to FUSED in registers as the tile kernels run theirs, and stores them back. In
 // local indices every comparator puts the smaller image first, as in a tile.
-// Push constants used: n, dir (flip), log_block (the shape: low, high and the high run's element
-// bit q), group_offset, flags (count; FLAG_FROM_IMAGE_ON_STORE on the last pass of a sort); with
-// PERSISTENT, inc.
+// Push constants used: n, dir (the flip), shape (low, high and the high run's element bit q),
+// group_offset, flags (FLAG_FROM_IMAGE_ON_STORE on a sort's last pass); looping: loop_stride.
 //
-// The PERSISTENT build (a module of its own, bound only for a segment pass with fewer workgroups
-// than cosets: Plan::persistent_merges) loops: workgroup w takes cosets w, w + pc.inc, ..., and
-// loads its next coset into registers before it runs this one, as the persistent local merges
-// do (local_merge.comp; its element buffers are volatile for the same reason). The plain build
-// keeps one coset per workgroup with plain buffers.
+// The looping form (PERSISTENT, Form::Looping; only for a segment pass with fewer workgroups than
+// cosets, Plan::persistent_merges): workgroup w takes cosets w, w + pc.loop_stride, ..., loading
+// its next coset into registers before it runs this one, on volatile buffers as in
+// local_merge.comp. The plain form keeps one coset per workgroup on plain buffers.
 //
-// The SHAPED build (a module of its own, one pipeline per shape: Kernels::make_shaped in
-// src/pipelines.rs) takes the shape from specialization constants 4 (log_block) and 5 (dir)
-// instead of the push constants, and its chain of chunks, worked out on the host
-// (Segment::chunks in src/plan.rs), from constants 6 to 13, one chunk each: every stride, mask
-// and branch of the pass is then a literal once the driver specializes the module, as in the
-// SMALL tile sort. Only passes with one coset per workgroup take it. With SHAPE_CHAIN it is built
-// once more per chain of chunk kinds and sizes (build.rs SHAPED_CHAIN_BUILDS; SHAPE_CODE0 .. as
-// literal macros, see chain_chunk), each slot compiled with its one chunk so that spirv-opt takes
-// the module; the build without it carries every kind and size in every slot and goes unoptimised.
+// The shaped forms (SHAPED; one pipeline per shape, Kernels::make_shaped) take the shape from
+// specialization constants (SHAPE_LOG_BLOCK, SHAPE_DIR) instead of the push constants, and the
+// pass's chain of chunks, worked out on the host (Segment::chunks), from SHAPE_CHUNK0 ..
+// SHAPE_CHUNK7: every stride, mask and branch is then a literal once the driver specializes the
+// module. Only passes of one coset per workgroup take them. With SHAPE_CHAIN (Form::Chain) the
+// module is built per chain of chunk kinds and sizes (SHAPE_CODE0 .. as literal macros, see
+// chain_chunk: CHAIN_BUILDS in src/abi/table.rs), each slot compiled with its one chunk so that
+// spirv-opt takes it; the shaped module without it carries every kind and size in every slot and
+// goes unoptimised.
 #ifdef PERSISTENT
 #define ELEMENT_QUALIFIER volatile
 #endif
 #include "local.glsl"
 
 #ifdef SHAPED
-layout(constant_id = 4) const uint SHAPE_LOG_BLOCK = 0u;
-layout(constant_id = 5) const uint SHAPE_DIR = 0u;
-// Chunk descriptors (SegmentChunk::encode): 0 none, else bits 0-1 the kind (1 half-cleaners,
-// 2 a flip and half-cleaners, 3 a cross chunk), bits 2-4 m (a cross chunk's a), bits 5-9 log2 of
-// the smallest stride (a cross chunk's k).
-layout(constant_id = 6) const uint SHAPE_CHUNK0 = 0u;
-layout(constant_id = 7) const uint SHAPE_CHUNK1 = 0u;
-layout(constant_id = 8) const uint SHAPE_CHUNK2 = 0u;
-layout(constant_id = 9) const uint SHAPE_CHUNK3 = 0u;
-layout(constant_id = 10) const uint SHAPE_CHUNK4 = 0u;
-layout(constant_id = 11) const uint SHAPE_CHUNK5 = 0u;
-layout(constant_id = 12) const uint SHAPE_CHUNK6 = 0u;
-layout(constant_id = 13) const uint SHAPE_CHUNK7 = 0u;
+// SHAPE_LOG_BLOCK and SHAPE_DIR (specialization constants) are the pass's shape and flip;
+// SHAPE_CHUNK0 .. SHAPE_CHUNK7 its chunk descriptors (SegmentChunk::encode): 0 none, else bits
+// 0-1 the kind (1 half-cleaners, 2 a flip and half-cleaners, 3 a cross chunk), bits 2-4 m (a
+// cross chunk's a), bits 5-9 log2 of the smallest stride (a cross chunk's k).
 #define SEGMENT_LOG_BLOCK SHAPE_LOG_BLOCK
 #define SEGMENT_DIR SHAPE_DIR
 #else
-#define SEGMENT_LOG_BLOCK pc.log_block
+#define SEGMENT_LOG_BLOCK pc.shape
 #define SEGMENT_DIR pc.dir
 #endif
 
@@ -111,16 +100,10 @@ uint slot_element(uint r) {
 //
 // With HOIST_SLOTS, slot_element(r) of every slot, and with HOIST_LID element_of(lid, 0), are
 // computed once per dispatch (set_coset_elements), so that a workgroup looping over cosets
-// computes one value per coset for its indices (coset_lid_element). On the H100 (two processes
-// of each build, alternating; docs/PERFORMANCE.md), both against neither: u32 keys 2^24 1.5615 /
-// 1.5613 -> 1.4561 / 1.4628 ms, 2^22 0.3475 / 0.3486 -> 0.3235 / 0.3232 ms, 2^16 (one coset per
-// workgroup) 40.4 / 40.0 -> 38.3 / 38.4 us; u32 pairs 2^16 47.0 / 46.7 -> 45.1 / 45.5 us; u64
-// keys 2^24 4.899 / 4.899 -> 4.203 / 4.207 ms, 2^22 0.925 / 0.926 -> 0.874 / 0.873 ms. A
-// memory-only pass of whole tiles showed the per-coset index arithmetic, not the memory, holding
-// the looping passes back. Two builds lost with both: the looping build of u32 pairs (2^24 3.31
-// -> 5.84 ms, 109 -> 123 registers), which hoists element_of(lid, 0) alone (2^24 3.317 / 3.327 ->
-// 3.300 / 3.298 ms, 2^22 0.669 / 0.670 -> 0.664 / 0.663 ms), and u64 pairs (2^24 6.92 -> 7.15 ms),
-// which hoist neither (element_of(lid, 0) alone not measured there).
+// computes one value per coset for its indices (coset_lid_element): the per-coset index
+// arithmetic, not the memory, held the looping passes back. The looping form of u32 pairs hoists
+// element_of(lid, 0) alone and u64 pairs neither: both hoists cost them registers and time
+// (docs/LEVERS.md).
 #if !(defined(PAIRS) && (defined(PERSISTENT) || defined(KEY64)))
 #define HOIST_SLOTS
 #endif
@@ -160,17 +143,12 @@ uint coset_lid_element(uint group) {
 
 // Whether every element of every coset this pass runs is real: n a power of two, and (with a
 // GPU-side count) the count not below it. The cosets of a pass then cover the sort's 2^levels
-// indices exactly, all below N (plan.rs, power_of_two_sorts_have_only_real_elements_in_their_cosets),
+// indices exactly, all below N (network::plan's test power_of_two_sorts_have_only_real_elements_in_their_cosets),
 // so the loads and stores below drop their bounds test and KEY_MAX fill: one branch per coset,
 // the workgroup alike, each side with `checked` a literal.
 //
-// Only the looping build of 4-byte keys takes it (SKIP_BOUNDS; the others always test, their code
-// as before). On the H100 (three processes of each build, alternating; docs/PERFORMANCE.md) it
-// took 2^24 keys from 1.4585 / 1.4563 / 1.4590 to 1.3930 / 1.4029 / 1.4023 ms and 2^22 keys from
-// 0.322 to 0.306 ms, its segment passes at 2^24 from 59.0 to 78.4 us to 56.5 to 79.5 us. Where
-// every build took it, u32 pairs ran twice as slow (2^24 3.28 -> 6.50 ms, each segment pass 121
-// to 137 us -> 253 to 280), u64 pairs 6.94 -> 8.89 ms and u64 keys 4.19 -> 4.27 ms, and 2^20
-// keys (one coset per workgroup, the plain build) 0.0878 / 0.0884 -> 0.0891 / 0.0897 ms.
+// Only the looping form of 4-byte keys takes it (SKIP_BOUNDS; the others always test): in every
+// form it made pairs and 8-byte keys slower (docs/LEVERS.md).
 #if defined(PERSISTENT) && !defined(PAIRS) && !defined(KEY64)
 #define SKIP_BOUNDS
 #endif
@@ -405,11 +383,11 @@ void load_segment_ahead(uint lid_element) {
 
 #if defined(SHAPED) && defined(SHAPE_CHAIN)
 // One chunk of the chain: its kind and size from `code` (SHAPE_CODE0 ..: a literal macro at every
-// call site, SegmentChunk::chain_code in src/plan.rs: bits 0-1 the kind, 1 half-cleaners, 2 a
+// call site, SegmentChunk::chain_code in src/segment.rs: bits 0-1 the kind, 1 half-cleaners, 2 a
 // flip and half-cleaners, 3 a cross chunk; bits 2-4 m, a cross chunk's tail a; bits 5-7 a cross
 // chunk's head h), its smallest stride (a cross chunk's stage k) from its descriptor `d` (a
 // specialization constant). Only the chunk the code names is compiled in, so that spirv-opt
-// takes the module (the other SHAPED build carries every kind and size in every slot).
+// takes the module (the other shaped module carries every kind and size in every slot).
 void chain_chunk(uint code, uint d) {
     uint kind = code & 3u;
     uint m = (code >> 2u) & 7u;
@@ -526,8 +504,8 @@ void main() {
 }
 #else
 void main() {
-    // The loop's stride; never 0 in this build (max() keeps a wrong push constant from hanging).
-    uint stride = max(pc.inc, 1u);
+    // The loop's stride; never 0 in this form (max() keeps a wrong push constant from hanging).
+    uint stride = max(pc.loop_stride, 1u);
     uint group = gl_WorkGroupID.x + pc.group_offset;
     // A group whose lowest element is virtual holds no real one, nor does any after it.
     if (element_of(0u, group) >= N) {

@@ -1,26 +1,20 @@
 #version 450
 // tile_sort: the first pass of every sort. Each workgroup sorts its tile of TILE elements
-// completely in shared memory: stages 1..log_block (block sizes 2..2^log_block), each a flip
-// substage followed by half-cleaner substages, fused up to FUSED at a time in registers (stages
-// 1..REGISTER_STAGES all at once: register_stages, or on the loaded registers where a full
-// tile's loads make whole groups: load_sorted), all ascending by order image.
-// Push constants used: n, log_block (0..=log2 TILE), group_offset, flags; with PERSISTENT, inc.
+// completely in shared memory: stages 1..pc.shape (block sizes 2..2^shape), each a flip substage
+// followed by half-cleaner substages, fused up to FUSED at a time in registers (stages
+// 1..REGISTER_STAGES all at once: register_stages, or on the loaded registers where a full tile's
+// loads make whole groups: load_sorted), all ascending by order image.
+// Push constants used: n, shape (0..=log2 TILE), group_offset, flags; looping: loop_stride.
 //
-// The PERSISTENT build (a module of its own, bound only for a tile sort with fewer workgroups
-// than tiles: Plan::persistent_merges) loops: workgroup w sorts tiles w, w + pc.inc, ..., and
-// loads its next tile into registers before it sorts this one, as the persistent local merges do
-// (local_merge.comp; its element buffers are volatile for the same reason). The plain build keeps
-// one tile per workgroup with plain buffers: on the H100 a single module for both cases cost the
-// one-tile sorts time (2^10 keys 8.4 -> 8.8 us), and on lavapipe two call sites of the sort in one
-// module took four times as long to compile.
+// The looping form (PERSISTENT, Form::Looping; only for a tile sort with fewer workgroups than
+// tiles, Plan::persistent_merges): workgroup w sorts tiles w, w + pc.loop_stride, ..., loading its
+// next tile into registers before it sorts this one, as the looping local merges do (its element
+// buffers are volatile for the same reason: local_merge.comp). It is a module of its own because
+// the plain form's one tile per workgroup runs faster on plain buffers (docs/LEVERS.md).
 //
-// The SMALL build (a module of its own, the tile sort's pipeline only for 4-byte keys in tiles of
-// at most 1024 elements, and of 2048 in kernels whose local chunks run at most 3 substages, on half
-// as many invocations, or a quarter for keys in tiles of 2048; by default the tiles of every sort
-// of up to 2^15, and of keys alone in more than 32 tiles of 2048, on devices with subgroup
-// shuffles: pipelines::small_tile_sort) keeps the tile in registers: see small_sort. Its
-// SMALL_TWO_SLOTS build (keys on two elements per invocation) is the SMALL build of tiles of at
-// most 1024 keys.
+// The SMALL form (Form::Small, SmallTwoSlots) keeps the tile in registers: see small_sort. It
+// needs subgroup shuffles, so it is a module of its own; tuning::small_tile_sort says where it
+// runs (4-byte keys in tiles of up to 1024, or 2048 with local chunks of at most 3).
 #ifdef SMALL_TWO_SLOTS
 #define SMALL
 #endif
@@ -37,9 +31,8 @@
 // registers before they go into shared memory (load_sorted): where they make whole groups of
 // 2^REGISTER_STAGES, the register stages run there instead of after one more trip through
 // shared memory and a barrier (register_stages). Which elements make up a group is free in an
-// unsorted tile: the loads stay coalesced (element r * WG_SIZE + lid in slot r). On the H100 the
-// tile sort of 2^24 u32 keys took 256 us instead of 260 to 262 (docs/PERFORMANCE.md). A function,
-// not a constant: shaderc's optimizer rejects this as a specialization-constant expression.
+// unsorted tile: the loads stay coalesced (element r * WG_SIZE + lid in slot r). A function, not
+// a constant: shaderc's optimizer rejects this as a specialization-constant expression.
 const uint SLOTS = TILE / WG_SIZE;
 bool load_sorts() {
     if (FUSED < 2u || SLOTS > LOAD_SLOTS) {
@@ -87,7 +80,7 @@ void store_sorted(bool map) {
 // Whether the tile at `base` takes load_sorted: a full tile of a sort of at least the register
 // stages.
 bool loads_sorted(uint base) {
-    return load_sorts() && pc.log_block >= REGISTER_STAGES && N - base >= TILE;
+    return load_sorts() && pc.shape >= REGISTER_STAGES && N - base >= TILE;
 }
 
 // A full tile at `base` into shared memory with its register stages run (see load_sorts).
@@ -108,20 +101,20 @@ void load_sorted(uint base) {
     store_sorted((pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u);
 }
 
-// Stages 1..pc.log_block of the tile in shared memory; with `sorted`, stages
+// Stages 1..pc.shape of the tile in shared memory; with `sorted`, stages
 // 1..REGISTER_STAGES ran as the tile went in (load_sorted).
 void sort_tile(bool sorted) {
     // Stages 1..REGISTER_STAGES in registers, 2^REGISTER_STAGES consecutive elements per
     // invocation, one barrier for all of them, then the later stages in chunks that may span a
     // stage boundary (tiles of at least that group, with FUSED 2 or more; smaller tiles, for tests,
-    // and the unfused builds of the barrier study take the general path, one stage after another).
+    // and the unfused pipelines of the barrier study take the general path, one stage after another).
     if (FUSED >= 2u && TILE >= (1u << REGISTER_STAGES)) {
-        uint stages = sorted ? REGISTER_STAGES : register_stages(pc.log_block);
-        if (stages < pc.log_block) {
-            chained_stages(stages + 1u, pc.log_block);
+        uint stages = sorted ? REGISTER_STAGES : register_stages(pc.shape);
+        if (stages < pc.shape) {
+            chained_stages(stages + 1u, pc.shape);
         }
     } else {
-        for (uint stage = 1u; stage <= pc.log_block; stage++) {
+        for (uint stage = 1u; stage <= pc.shape; stage++) {
             substages(1u << (stage - 1u), stage, true);
         }
     }
@@ -132,22 +125,14 @@ void sort_tile(bool sorted) {
 // r, t the invocation's index by subgroup. The network runs in its flip form, every comparator
 // putting the smaller image at the lower index, as every kernel does (fused.glsl, on padding):
 // index bits below SMALL_BITS in registers, the next log2(subgroup size) bits between the
-// invocations of a subgroup with subgroupShuffleXor, the bits above through shared memory. A tile
-// of 1024 on the H100 (32 invocations a subgroup): 55 substages, 6 of them through shared memory
-// with two barriers each, where the plain build runs 17 chunks with a barrier after each; a tile
-// of 2048, 66 substages, 10 through shared memory. There
-// 2^10 u32 keys took 6.7 to 6.9 us instead of 8.2 to 8.3, pairs 9.1 to 9.2 instead of 9.9 to 10.0
-// (docs/PERFORMANCE.md); with one element per invocation (1024) the shuffles' instructions cost
-// more than the chunks (9.1 us).
+// invocations of a subgroup with subgroupShuffleXor, the bits above through shared memory. Fewer
+// barriers than the chunks of the plain form; one element per invocation made the shuffles cost
+// more than the chunks saved.
 //
 // Keys take four elements per invocation in tiles of 2048 and two in smaller ones (the
-// SMALL_TWO_SLOTS build), pairs two (pipelines::small_slots): a tile of 1024
-// pairs on 512 invocations, 10 of its substages in registers, 35 by shuffles and 10 through shared
-// memory, took 7.1 to 7.2 us on the H100 where four slots took 9.0 to 9.1 and eight 16.1 (the
-// values' shuffles and selects double the keys' work per substage; twice the subgroups,
-// presumably, hide more of each substage's latency). Carrying each element's 16-bit index
-// in place of its value, two to a word, and reading the values by index at the end lost too
-// (9.5 us with four slots: more instructions per substage for fewer shuffles).
+// SMALL_TWO_SLOTS form), pairs two (tuning::small_slots): pairs' values double the shuffles and
+// selects per substage, and twice the subgroups hide more of each substage's latency. Carrying a
+// 16-bit index in place of each value lost (docs/LEVERS.md).
 #if defined(PAIRS) || defined(SMALL_TWO_SLOTS)
 const uint SMALL_BITS = 1u;
 #else
@@ -210,15 +195,13 @@ void small_shared(uint t, uint mask) {
     }
 }
 
-// The largest tile of this build, log2 (pipelines::SMALL_MAX_TILE).
+// The largest tile of this form, log2 (tuning::SMALL_MAX_TILE).
 const uint SMALL_MAX_LOG = 11u;
 
-// Stages 1..pc.log_block of the tile at `base`, loaded from and stored to the buffers directly.
-// The loops over stages and substages are unrolled up to SMALL_MAX_LOG, leaving at
-// pc.log_block, so that every substage's masks, lanes and branches are literals: on the H100 that
-// took 2^10 u32 keys from 6.8 to 6.0 us, pairs from 9.2 to 8.7, 2^11 keys from 9.3 to 7.4
-// (docs/PERFORMANCE.md). Two shared tiles taken in turn, one barrier per shared-memory substage
-// instead of two, gave nothing there, with the loops unrolled or not.
+// Stages 1..pc.shape of the tile at `base`, loaded from and stored to the buffers directly.
+// The loops over stages and substages are unrolled up to SMALL_MAX_LOG, leaving at pc.shape,
+// so that every substage's masks, lanes and branches are literals. Two shared tiles taken in
+// turn (one barrier per shared-memory substage instead of two) gave nothing.
 void small_sort(uint base) {
     bool map_in = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     bool map_out = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
@@ -245,9 +228,8 @@ void small_sort(uint base) {
     }
     sort_slots(0u, SMALL_BITS, SMALL_BITS);
     [[unroll]] for (uint s = SMALL_BITS + 1u; s <= SMALL_MAX_LOG; s++) {
-        // One branch past every stage beyond the tile's (one per stage instead cost sorts of up to
-        // 64 elements about 1 us on the H100).
-        if (s > pc.log_block) {
+        // One branch past every stage beyond the tile's: one per stage cost the smallest sorts.
+        if (s > pc.shape) {
             break;
         }
         // The flip (element i against i ^ (2^s - 1)), then the half-cleaners 2^(s-2) .. 1.
@@ -305,8 +287,8 @@ void main() {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     uint tiles = (N + TILE - 1u) / TILE;
     uint full = N / TILE;
-    // The loop's stride; never 0 in this build (max() keeps a wrong push constant from hanging).
-    uint stride = max(pc.inc, 1u);
+    // The loop's stride; never 0 in this form (max() keeps a wrong push constant from hanging).
+    uint stride = max(pc.loop_stride, 1u);
     uint t = gl_WorkGroupID.x + pc.group_offset;
     if (AHEAD_FITS && t < full) {
         load_ahead(t * TILE);

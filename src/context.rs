@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
+use crate::device::{describe, DeviceInfo, API_VERSION};
 use crate::error::{Error, Result};
-use crate::sorter::{Sorter, SorterDesc};
 
 /// Environment variable choosing the device: an index from `bitonic-vk devices`, or a part of a
 /// device's name.
@@ -21,7 +21,6 @@ pub const DEVICE_ENV: &str = "BITONIC_VK_DEVICE";
 pub const VALIDATION_ENV: &str = "BITONIC_VK_VALIDATION";
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
-const API_VERSION: u32 = vk::API_VERSION_1_1;
 
 /// Which device to use.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,118 +76,6 @@ impl ContextDesc {
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| (v.parse().unwrap_or(DeviceSelector::Name(v)), DEVICE_ENV)),
         }
-    }
-}
-
-/// The kind of a device, as Vulkan reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DeviceType {
-    /// A GPU on its own board.
-    DiscreteGpu,
-    /// A GPU sharing the host's memory.
-    IntegratedGpu,
-    /// A GPU in a virtual machine.
-    VirtualGpu,
-    /// Vulkan implemented on the CPU (lavapipe, SwiftShader).
-    Cpu,
-    /// Anything else.
-    Other,
-}
-
-impl DeviceType {
-    fn from_vk(t: vk::PhysicalDeviceType) -> DeviceType {
-        match t {
-            vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
-            vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
-            vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
-            vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
-            _ => DeviceType::Other,
-        }
-    }
-
-    /// Rank in the default choice: lower is preferred.
-    fn rank(self) -> u8 {
-        self as u8
-    }
-}
-
-impl fmt::Display for DeviceType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DeviceType::DiscreteGpu => "discrete GPU",
-            DeviceType::IntegratedGpu => "integrated GPU",
-            DeviceType::VirtualGpu => "virtual GPU",
-            DeviceType::Cpu => "CPU",
-            DeviceType::Other => "other",
-        })
-    }
-}
-
-/// The limits of a device that matter to the sort.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DeviceLimits {
-    /// maxComputeSharedMemorySize, bytes: sizes the tile.
-    pub max_compute_shared_memory_size: u32,
-    /// `maxComputeWorkGroupCount[0]`: the most workgroups in one dispatch.
-    pub max_compute_work_group_count_x: u32,
-    /// `maxComputeWorkGroupCount[1]`: the most arrays one batched sort takes.
-    pub max_compute_work_group_count_y: u32,
-    /// maxComputeWorkGroupInvocations.
-    pub max_compute_work_group_invocations: u32,
-    /// `maxComputeWorkGroupSize[0]`.
-    pub max_compute_work_group_size_x: u32,
-    /// maxStorageBufferRange, bytes: the largest keys or values buffer.
-    pub max_storage_buffer_range: u32,
-    /// maxMemoryAllocationSize, bytes.
-    pub max_memory_allocation_size: u64,
-    /// The subgroup size.
-    pub subgroup_size: u32,
-    /// Whether compute shaders have the basic and shuffle subgroup operations (Vulkan 1.1's
-    /// `VkPhysicalDeviceSubgroupProperties`): the tile sort of one small tile uses them.
-    pub subgroup_shuffle: bool,
-    /// Nanoseconds per timestamp tick.
-    pub timestamp_period: f32,
-    /// Valid bits of timestamps on the compute queue family; 0 = no timestamps.
-    pub timestamp_valid_bits: u32,
-    /// minStorageBufferOffsetAlignment: where a bound buffer region may start.
-    pub min_storage_buffer_offset_alignment: u64,
-    /// Streaming multiprocessors, where the device reports them (`VK_NV_shader_sm_builtins`'
-    /// shaderSMCount); 0 where it does not. Sizes the persistent local merges.
-    pub multiprocessors: u32,
-}
-
-/// A Vulkan device as the loader reports it.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    /// Index in enumeration order (what [`DeviceSelector::Index`] takes).
-    pub index: usize,
-    /// The device's name.
-    pub name: String,
-    /// Its kind.
-    pub device_type: DeviceType,
-    /// Vulkan version it supports, `major.minor.patch`.
-    pub api_version: String,
-    /// The driver's name and version where the device reports them.
-    pub driver: String,
-    /// The first queue family with compute (preferring one with timestamps), if any.
-    pub compute_queue_family: Option<u32>,
-    /// Its limits.
-    pub limits: DeviceLimits,
-    /// Whether it offers `VK_KHR_synchronization2` (the `barrier2` flavour of `passes`).
-    pub synchronization2: bool,
-    /// The size of its largest device-local memory heap, in bytes.
-    pub device_local_memory: u64,
-    /// Whether it offers the `shaderInt16` feature (16-bit integers in shaders, shared memory
-    /// included), which [`Context::new`] then enables: the tiles of u32 pairs with 16-bit origins
-    /// ([`crate::RecorderDesc::tile_origins`]) need it.
-    pub shader_int16: bool,
-    raw_api_version: u32,
-}
-
-impl DeviceInfo {
-    /// Whether the sort can run on it: a compute queue and Vulkan 1.1.
-    pub fn usable(&self) -> bool {
-        self.compute_queue_family.is_some() && self.raw_api_version >= API_VERSION
     }
 }
 
@@ -331,100 +218,6 @@ impl InstanceGuard {
     }
 }
 
-/// What a physical device is and offers.
-///
-/// # Safety
-/// `pd` must be a physical device of the live `instance`.
-pub(crate) unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
-    // SAFETY: the caller passes a physical device of this live instance.
-    let props = unsafe { instance.get_physical_device_properties(pd) };
-    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
-    let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
-    let mut driver = vk::PhysicalDeviceDriverProperties::default();
-    let mut sm_builtins = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
-    // SAFETY: `pd` was enumerated from this live instance.
-    let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
-    let has = |name: &std::ffi::CStr| extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
-    let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
-    let mut subgroup_shuffle = false;
-    if props.api_version >= vk::API_VERSION_1_1 {
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
-        if props.api_version >= vk::API_VERSION_1_2 {
-            props2 = props2.push_next(&mut driver);
-        }
-        if has(ash::nv::shader_sm_builtins::NAME) {
-            props2 = props2.push_next(&mut sm_builtins);
-        }
-        // SAFETY: the device supports Vulkan 1.1, where vkGetPhysicalDeviceProperties2 and both
-        // chained structures are core (driver properties: 1.2, chained only then); the SM
-        // builtins' structure is chained only where the device offers its extension.
-        unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
-        subgroup_size = subgroup.subgroup_size;
-        subgroup_shuffle = subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
-            && subgroup
-                .supported_operations
-                .contains(vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::SHUFFLE);
-        max_alloc = maintenance3.max_memory_allocation_size;
-        if props.api_version >= vk::API_VERSION_1_2 {
-            driver_name = format!(
-                "{} {}",
-                driver.driver_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
-                driver.driver_info_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
-            );
-        }
-    }
-    // SAFETY: as above.
-    let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
-    let compute: Vec<(u32, u32)> = families
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0)
-        .map(|(i, f)| (i as u32, f.timestamp_valid_bits))
-        .collect();
-    let family = compute.iter().find(|(_, bits)| *bits > 0).or(compute.first()).copied();
-    let synchronization2 = has(ash::khr::synchronization2::NAME);
-    // SAFETY: as above.
-    let features = unsafe { instance.get_physical_device_features(pd) };
-    // SAFETY: as above.
-    let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
-    let device_local_memory = memory
-        .memory_heaps_as_slice()
-        .iter()
-        .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
-        .map(|h| h.size)
-        .max()
-        .unwrap_or(0);
-    let l = &props.limits;
-    let v = props.api_version;
-    DeviceInfo {
-        index,
-        name: props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
-        device_type: DeviceType::from_vk(props.device_type),
-        api_version: format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v)),
-        driver: driver_name.trim().to_owned(),
-        compute_queue_family: family.map(|(i, _)| i),
-        limits: DeviceLimits {
-            max_compute_shared_memory_size: l.max_compute_shared_memory_size,
-            max_compute_work_group_count_x: l.max_compute_work_group_count[0],
-            max_compute_work_group_count_y: l.max_compute_work_group_count[1],
-            max_compute_work_group_invocations: l.max_compute_work_group_invocations,
-            max_compute_work_group_size_x: l.max_compute_work_group_size[0],
-            max_storage_buffer_range: l.max_storage_buffer_range,
-            max_memory_allocation_size: max_alloc,
-            subgroup_size,
-            subgroup_shuffle,
-            timestamp_period: l.timestamp_period,
-            timestamp_valid_bits: family.map_or(0, |(_, bits)| bits),
-            min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
-            multiprocessors: sm_builtins.shader_sm_count,
-        },
-        synchronization2,
-        device_local_memory,
-        shader_int16: features.shader_int16 == vk::TRUE,
-        raw_api_version: v,
-    }
-}
-
 impl Drop for InstanceGuard {
     fn drop(&mut self) {
         if let Some(m) = &self.messenger {
@@ -467,7 +260,9 @@ fn choose(devices: &[(vk::PhysicalDevice, DeviceInfo)], desc: &ContextDesc) -> R
 /// What the context's clones share; destroyed when the last clone (context or sorter) drops.
 pub(crate) struct Shared {
     pub device: ash::Device,
-    /// `VK_KHR_synchronization2`'s commands, where the device has the extension.
+    /// `VK_KHR_synchronization2`'s commands, where the device has the extension (the study's
+    /// `barrier2` flavour).
+    #[cfg_attr(not(feature = "study"), allow(dead_code))]
     pub sync2: Option<ash::khr::synchronization2::Device>,
     pub info: DeviceInfo,
     pub queue_family: u32,
@@ -637,15 +432,11 @@ impl Context {
         self.shared.is_lost()
     }
 
-    /// Test-only: marks the device lost, as a VK_ERROR_DEVICE_LOST from any call does, so that the
+    /// Test hook: marks the device lost, as a VK_ERROR_DEVICE_LOST from any call does, so that the
     /// behaviour after a loss can be tested on a device that never loses itself.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn mark_lost_for_tests(&self) {
         self.shared.lost.store(true, Ordering::Release);
-    }
-
-    /// A sorter on this context with the default options.
-    pub fn sorter(&self) -> Result<Sorter> {
-        Sorter::new(self, &SorterDesc::default())
     }
 }

@@ -166,6 +166,13 @@ pub enum Error {
         capacity: u32,
     },
 
+    /// This build's embedded kernels lack a module or hold a damaged one.
+    #[error("this build of bitonic-vk has {what}: rebuild it")]
+    Build {
+        /// What is wrong with them.
+        what: String,
+    },
+
     /// The device lacks a feature that was asked for.
     #[error("this device cannot {what}: {fix}")]
     Unsupported {

@@ -1,7 +1,8 @@
 //! Key types and their order images: each key maps to an unsigned integer of its width whose
 //! order is the key order. This is the CPU twin of `to_image`/`from_image` in `glsl/common.glsl`.
 
-use crate::push::{FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
+pub use crate::abi::KeyWidth;
+use crate::abi::{FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
 
 /// Sort order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -29,26 +30,6 @@ pub enum KeyKind {
     I64,
     /// `f64`, in IEEE total order as [`f64::total_cmp`].
     F64,
-}
-
-/// How wide a key is: the kernels come in a build per width.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum KeyWidth {
-    /// 4-byte keys: `u32`, `i32`, `f32`.
-    #[default]
-    Bits32,
-    /// 8-byte keys: `u64`, `i64`, `f64`.
-    Bits64,
-}
-
-impl KeyWidth {
-    /// Bytes per key.
-    pub fn bytes(self) -> u32 {
-        match self {
-            KeyWidth::Bits32 => 4,
-            KeyWidth::Bits64 => 8,
-        }
-    }
 }
 
 impl KeyKind {
@@ -130,15 +111,16 @@ impl StableKey for f32 {}
 const SIGN: u32 = 0x8000_0000;
 
 /// The `flags` bits for a key kind and order (without the load/store bits).
-pub(crate) fn key_flags(kind: KeyKind, order: Order) -> u32 {
+pub fn key_flags(kind: KeyKind, order: Order) -> u32 {
     kind.flag_bits() | if order == Order::Descending { FLAG_DESCENDING } else { 0 }
 }
 
 /// 8-byte key bits to order image, as `to_image` in the KEY64 builds of the shaders does for
 /// these `flags`.
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn to_image64(bits: u64, flags: u32) -> u64 {
     const SIGN64: u64 = 1 << 63;
-    let image = match flags & crate::push::KEY_KIND_MASK {
+    let image = match flags & crate::abi::KEY_KIND_MASK {
         KEY_I32 => bits ^ SIGN64,
         KEY_F32 if bits & SIGN64 != 0 => !bits,
         KEY_F32 => bits ^ SIGN64,
@@ -152,10 +134,11 @@ pub fn to_image64(bits: u64, flags: u32) -> u64 {
 }
 
 /// Order image back to 8-byte key bits: the inverse of [`to_image64`].
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn from_image64(image: u64, flags: u32) -> u64 {
     const SIGN64: u64 = 1 << 63;
     let bits = if flags & FLAG_DESCENDING != 0 { !image } else { image };
-    match flags & crate::push::KEY_KIND_MASK {
+    match flags & crate::abi::KEY_KIND_MASK {
         KEY_I32 => bits ^ SIGN64,
         KEY_F32 if bits & SIGN64 != 0 => bits ^ SIGN64,
         KEY_F32 => !bits,
@@ -165,7 +148,7 @@ pub fn from_image64(image: u64, flags: u32) -> u64 {
 
 /// Key bits to order image, as `to_image` in the shaders does for these `flags`.
 pub fn to_image(bits: u32, flags: u32) -> u32 {
-    let image = match flags & crate::push::KEY_KIND_MASK {
+    let image = match flags & crate::abi::KEY_KIND_MASK {
         KEY_I32 => bits ^ SIGN,
         KEY_F32 if bits & SIGN != 0 => !bits,
         KEY_F32 => bits ^ SIGN,
@@ -181,7 +164,7 @@ pub fn to_image(bits: u32, flags: u32) -> u32 {
 /// Order image back to key bits: the inverse of [`to_image`].
 pub fn from_image(image: u32, flags: u32) -> u32 {
     let bits = if flags & FLAG_DESCENDING != 0 { !image } else { image };
-    match flags & crate::push::KEY_KIND_MASK {
+    match flags & crate::abi::KEY_KIND_MASK {
         KEY_I32 => bits ^ SIGN,
         KEY_F32 if bits & SIGN != 0 => bits ^ SIGN,
         KEY_F32 => !bits,

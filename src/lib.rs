@@ -2,14 +2,14 @@
 //!
 //! Sorts `u32`, `i32`, `f32`, `u64`, `i64` and `f64` keys, alone or with `u32` values, ascending
 //! or descending, stably on request, for any length from 0 to the device's buffer limits, using no
-//! device memory beyond the elements themselves (plus host-visible staging for the upload and
-//! download).
+//! device memory beyond the elements themselves (plus a 16-byte buffer of the recorder's, and
+//! host-visible staging for the standalone sorter's upload and download).
 //!
 //! ```no_run
-//! use bitonic_vk::{Context, ContextDesc, Order};
+//! use bitonic_vk::{Context, ContextDesc, Order, Sorter, SorterDesc};
 //! # fn main() -> bitonic_vk::Result<()> {
 //! let ctx = Context::new(&ContextDesc::default())?;
-//! let mut sorter = ctx.sorter()?;
+//! let mut sorter = Sorter::new(&ctx, &SorterDesc::default())?;
 //! let mut keys = vec![3.5f32, -0.0, f32::NAN, 0.0, -1.0];
 //! let mut values: Vec<u32> = (0..keys.len() as u32).collect();
 //! let stats = sorter.sort_pairs(&mut keys, &mut values, Order::Ascending)?;
@@ -17,66 +17,59 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Two ways in: [`Sorter`] sorts host slices on a device of its own ([`Context`]); [`SortRecorder`]
-//! records sorts into a renderer's command buffer, on its device and buffers (see [`embed`] for
-//! the contract: barriers before and after, the state it overwrites, lifetimes, the GPU-side
-//! count).
+//! Two ways in: [`Sorter`] sorts host slices on a device of its own ([`Context`]);
+//! [`SortRecorder`] records sorts into a renderer's command buffer, on its device and buffers
+//! (its docs give the contract: barriers before and after, the state it overwrites, lifetimes,
+//! the GPU-side count). Every knob is a field of [`Tuning`]; the defaults are where each measured
+//! fastest.
 //!
 //! # How it works
-//! - **Order images.** Every kernel compares `u32` images whose unsigned order is the key order:
-//!   `i32` flips the sign bit; `f32` flips the sign bit of positive numbers and every bit of
-//!   negative ones, which is IEEE total order exactly as [`f32::total_cmp`]
-//!   (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN); descending complements the image.
-//!   The first pass maps keys to images, the last maps them back. No float is ever compared.
-//! - **The network** is the bitonic sorter in its flip form (see [`plan`]): indices at or past n
-//!   are virtual +infinity keys, never read or written. Inside a kernel they are held as the
-//!   largest order image, which never moves (a comparator moves its pair only when the lower
-//!   index holds the strictly greater image), so a key equal to `u32::MAX` or +NaN is never
-//!   confused with one. Any n works, with no memory beyond the n elements.
-//! - **Three kernels**: `tile_sort` sorts tiles in shared memory, `global_merge` runs up to five
-//!   consecutive substages (six for 4-byte keys alone from 2048 tiles) with strides of a tile or
-//!   more straight on the buffers, `local_merge`
-//!   finishes the strides below a tile (in windows of two or four tiles, the strides of a tile
-//!   or of two too, where that saves a global pass: see [`plan`]). Each invocation runs up to
-//!   five (six) substages on a group of 32 (64) elements in registers (register fusion,
-//!   `glsl/fused.glsl`), the flip included; the local kernels' shared-memory chunks take 4
-//!   ([`pipelines::local_chunk`] says when 5; 3 in sorts of up to 2^15 elements and for 4-byte
-//!   keys alone in segment tiles of 2048, [`sorter::segment_chunk_for`]), and in the
-//!   tile sort a chunk may span a stage boundary (`glsl/local.glsl`, `cross_group`). The tile
-//!   is the largest power of two that fits `maxComputeSharedMemorySize` (smaller for small
-//!   sorts), passed as a specialization constant.
-//! - **One command buffer** per sort: upload, every pass with a compute-to-compute barrier between
-//!   consecutive passes, download; one submit and one fence wait. Dispatches larger than
-//!   `maxComputeWorkGroupCount[0]` are split.
+//! - **Order images.** Every kernel compares unsigned images whose order is the key order: `i32`
+//!   flips the sign bit; `f32` flips the sign bit of positive numbers and every bit of negative
+//!   ones, which is IEEE total order exactly as [`f32::total_cmp`]; descending complements the
+//!   image. The first pass maps keys to images, the last maps them back. No float is compared.
+//! - **The network** is the bitonic sorter in its flip form: indices at or past n are virtual
+//!   +infinity keys, never read or written, so any n works with no memory beyond the n elements.
+//! - **Four kernels** (`glsl/`): `tile_sort` sorts tiles in shared memory, `global_merge` runs up
+//!   to six substages with strides of a tile or more straight on the buffers, fused in registers,
+//!   `local_merge` finishes the strides below a tile, and `segment_merge` runs a stage boundary's
+//!   substages on cosets of a tile's size. The tile is the largest power of two that fits
+//!   `maxComputeSharedMemorySize` (smaller for small sorts), a specialization constant.
+//! - **One command buffer** per sort: every pass with a compute-to-compute barrier between
+//!   consecutive passes. A CPU model replays the recorded commands element by element and checks
+//!   that every pass reading an earlier write sits behind a barrier, since lavapipe and the
+//!   validation layer would not catch a missing one.
 //!
-//! # Barriers
-//! Every pass reads what the pass before it wrote, so [`record::record_passes`] puts a
-//! `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory barrier between
-//! each pair. CPU implementations run dispatches one after another and the synchronization
-//! validation layer does not report a missing barrier between two dispatches on one buffer, so the
-//! recorded command stream is also checked on the CPU by [`model`], element by element.
+//! # Features
+//! - `cli` (default): the `bitonic-vk` command and its crates. Embedders take
+//!   `default-features = false`, which leaves ash, gpu-allocator, bytemuck and thiserror.
+//! - `study` (on with `cli`): the barrier study's timing: [`Sorter::study`],
+//!   [`Sorter::time_repeated`], [`Sorter::calibrate`] and their types.
 
-#![warn(clippy::undocumented_unsafe_blocks)]
+mod abi;
+mod context;
+mod device;
+mod error;
+mod gpu;
+mod keys;
+mod network;
+mod recorder;
+mod segment;
+mod sorter;
+#[cfg(feature = "study")]
+mod study;
+mod tuning;
 
-pub mod context;
-pub mod embed;
-pub mod error;
-pub mod keys;
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub mod model;
-pub mod pipelines;
-pub mod plan;
-pub mod push;
-pub mod record;
-pub mod shaders;
-pub mod sorter;
-pub mod timing;
+pub mod hooks;
 
-pub use context::{
-    list_devices, Context, ContextDesc, DeviceInfo, DeviceLimits, DeviceList, DeviceSelector, DeviceType,
-};
-pub use embed::{BindDesc, BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
+pub use context::{list_devices, Context, ContextDesc, DeviceList, DeviceSelector, DEVICE_ENV, VALIDATION_ENV};
+pub use device::{DeviceInfo, DeviceLimits, DeviceType};
 pub use error::{Error, Result};
 pub use keys::{KeyKind, KeyWidth, Order, SortKey, StableKey};
-pub use record::BarrierFlavor;
-pub use sorter::{Calibration, PassStudy, PassSync, SortStats, Sorter, SorterDesc};
+pub use recorder::{BindDesc, BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
+pub use sorter::{SortStats, Sorter, SorterDesc};
+#[cfg(feature = "study")]
+pub use study::{BarrierFlavor, Calibration, PassInfo, PassStudy, PassSync, WarmUp};
+pub use tuning::Tuning;

@@ -1,10 +1,13 @@
 //! The `bitonic-vk` command through its binary: files sorted against the standard library's sort,
 //! and every bad input answered with a message, exit code 2 and no output file.
 
+mod common;
+use common::*;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use bitonic_vk::Order;
 use predicates::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -62,9 +65,7 @@ fn sorts_a_file_of_u32_keys() {
         .assert()
         .success()
         .stderr(no_validation_errors());
-    let mut expect = input.clone();
-    expect.sort_unstable();
-    assert_eq!(words(&dir.path("out.bin")), expect);
+    assert_sorted("u32 keys", &input, Order::Ascending, u32::cmp, &words(&dir.path("out.bin")), None);
 }
 
 #[test]
@@ -86,15 +87,9 @@ fn sorts_f32_pairs_descending_in_total_order() {
         .assert()
         .success()
         .stderr(no_validation_errors());
-    let mut expect = input.clone();
-    expect.sort_by(|a, b| f32::from_bits(*b).total_cmp(&f32::from_bits(*a)));
     let (keys, out_values) = (words(&dir.path("keys.out")), words(&dir.path("values.out")));
-    assert_eq!(keys, expect);
-    let mut seen = vec![false; input.len()];
-    for (i, &v) in out_values.iter().enumerate() {
-        assert!(!std::mem::replace(&mut seen[v as usize], true), "value {v} twice");
-        assert_eq!(keys[i], input[v as usize], "pair {i} split");
-    }
+    let by_f32 = |a: &u32, b: &u32| f32::from_bits(*a).total_cmp(&f32::from_bits(*b));
+    assert_sorted("f32 pairs", &input, Order::Descending, by_f32, &keys, Some(&out_values));
 }
 
 #[test]
@@ -103,9 +98,8 @@ fn sorts_i32_keys() {
     let input: Vec<i32> = vec![5, -3, i32::MIN, i32::MAX, 0, -1, 7, -3];
     write_words(&dir.path("in"), &input.iter().map(|&x| x as u32).collect::<Vec<_>>());
     bitonic().args(["sort", "--type", "i32"]).arg(dir.path("in")).arg(dir.path("out")).assert().success();
-    let mut expect = input.clone();
-    expect.sort_unstable();
-    assert_eq!(words(&dir.path("out")).iter().map(|&x| x as i32).collect::<Vec<_>>(), expect);
+    let got: Vec<i32> = words(&dir.path("out")).iter().map(|&x| x as i32).collect();
+    assert_sorted("i32 keys", &input, Order::Ascending, i32::cmp, &got, None);
 }
 
 #[test]
@@ -146,6 +140,38 @@ fn values_of_another_length_are_refused_and_write_nothing() {
         .code(2)
         .stderr(predicate::str::contains("holds 2 values but keys file").and(predicate::str::contains("holds 3 keys")));
     assert_eq!(dir.listing(), ["keys", "values"]);
+}
+
+#[test]
+fn a_values_output_that_is_the_keys_output_is_refused_and_writes_nothing() {
+    let dir = Dir::new();
+    write_words(&dir.path("keys"), &[3, 1, 2]);
+    write_words(&dir.path("values"), &[0, 1, 2]);
+    write_words(&dir.path("out"), &[9]);
+    let refused = |values_output: PathBuf, keys_output: PathBuf| {
+        bitonic()
+            .args(["sort", "--values"])
+            .arg(dir.path("values"))
+            .arg("--values-output")
+            .arg(&values_output)
+            .arg(dir.path("keys"))
+            .arg(&keys_output)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--values-output").and(predicate::str::contains("OUTPUT")));
+    };
+    // The same path, spelt alike or through a directory; a file that does not exist yet.
+    fs::create_dir(dir.path("sub")).expect("a directory");
+    refused(dir.path("out"), dir.path("out"));
+    refused(dir.path("sub/../out"), dir.path("out"));
+    refused(dir.path("new"), dir.path("./new"));
+    // One file through a symbolic link and through a hard link.
+    std::os::unix::fs::symlink(dir.path("out"), dir.path("soft")).expect("symlink");
+    fs::hard_link(dir.path("out"), dir.path("hard")).expect("hard link");
+    refused(dir.path("soft"), dir.path("out"));
+    refused(dir.path("out"), dir.path("hard"));
+    assert_eq!(dir.listing(), ["hard", "keys", "out", "soft", "sub", "values"]);
+    assert_eq!(words(&dir.path("out")), [9], "the existing output was not touched");
 }
 
 #[test]
@@ -459,10 +485,8 @@ fn sorts_a_file_of_i64_keys_and_f64_pairs() {
         .assert()
         .success()
         .stderr(no_validation_errors());
-    let mut expect = input.clone();
-    expect.sort_unstable();
     let got: Vec<i64> = from_words(&words(&dir.path("i64.out"))).into_iter().map(|k| k as i64).collect();
-    assert_eq!(got, expect);
+    assert_sorted("i64 keys", &input, Order::Ascending, i64::cmp, &got, None);
 
     let floats: Vec<f64> = (0..2000).map(|_| rng.random_range(-5.0..5.0f64).round()).collect();
     let bits: Vec<u64> = floats.iter().map(|f| f.to_bits()).collect();
@@ -480,10 +504,8 @@ fn sorts_a_file_of_i64_keys_and_f64_pairs() {
         .stderr(no_validation_errors());
     let got = from_words(&words(&dir.path("f64.out")));
     let got_values = words(&dir.path("values.out"));
-    let mut expect = floats.clone();
-    expect.sort_unstable_by(|a, b| b.total_cmp(a));
-    assert_eq!(got, expect.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
-    assert!(got_values.iter().zip(&got).all(|(v, k)| bits[*v as usize] == *k), "pairs split");
+    let by_f64 = |a: &u64, b: &u64| f64::from_bits(*a).total_cmp(&f64::from_bits(*b));
+    assert_sorted("f64 pairs", &bits, Order::Descending, by_f64, &got, Some(&got_values));
 }
 
 #[test]
@@ -503,10 +525,10 @@ fn stable_sort_keeps_equal_keys_in_input_order() {
         .assert()
         .success()
         .stderr(no_validation_errors());
-    let mut expect: Vec<(u32, u32)> = input.iter().copied().zip(0..).collect();
-    expect.sort_by_key(|p| std::cmp::Reverse(p.0));
-    let got: Vec<(u32, u32)> = words(&dir.path("keys.out")).into_iter().zip(words(&dir.path("values.out"))).collect();
-    assert_eq!(got, expect);
+    let (keys, values) = (words(&dir.path("keys.out")), words(&dir.path("values.out")));
+    if let Err(e) = Reference::new(&input, Order::Descending, u32::cmp).check_stable(&keys, &values) {
+        panic!("stable u32 pairs: {e}");
+    }
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! error-severity validation message fails the test, including the leak report at device
 //! destruction.
 
+mod common;
+use common::*;
 use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
@@ -293,13 +295,13 @@ fn a_renderer_records_two_sorts_into_its_own_command_buffer() {
 /// have hundreds of tiles and take windowed local merges in the embedded builds.
 #[test]
 fn the_embedded_builds_take_windowed_local_merges() {
-    records_sorts(&RecorderDesc { max_tile: Some(4), ..RecorderDesc::default() });
+    records_sorts(&recorder_desc(|d| d.tuning.max_tile = Some(4)));
 }
 
 /// Tiles of 2: sort 1 has 2500 tiles and takes windows of four tiles too.
 #[test]
 fn the_embedded_builds_take_windows_of_four_tiles() {
-    records_sorts(&RecorderDesc { max_tile: Some(2), ..RecorderDesc::default() });
+    records_sorts(&recorder_desc(|d| d.tuning.max_tile = Some(2)));
 }
 
 /// Tiles of 8 with the tile sort and the local merges on at most 3 workgroups, each looping over
@@ -307,7 +309,10 @@ fn the_embedded_builds_take_windows_of_four_tiles() {
 /// looping builds of both kernels.
 #[test]
 fn the_embedded_builds_take_persistent_tile_sorts_and_local_merges() {
-    records_sorts(&RecorderDesc { max_tile: Some(8), merge_workgroups: Some(3), ..RecorderDesc::default() });
+    records_sorts(&recorder_desc(|d| {
+        d.tuning.max_tile = Some(8);
+        d.tuning.merge_workgroups = Some(3);
+    }));
 }
 
 /// Tiles of 8 with every pass after the tile sort a segment pass: a GPU-side count (sort 3, whose
@@ -315,20 +320,23 @@ fn the_embedded_builds_take_persistent_tile_sorts_and_local_merges() {
 /// through segment_merge's batched builds.
 #[test]
 fn the_embedded_builds_take_segment_passes() {
-    records_sorts(&RecorderDesc { max_tile: Some(8), segment_merges: Some(true), ..RecorderDesc::default() });
+    records_sorts(&recorder_desc(|d| {
+        d.tuning.max_tile = Some(8);
+        d.tuning.segment_merges = Some(true);
+    }));
 }
 
-/// Tiles of 64 with every pass after the tile sort a segment pass on a pipeline made for its shape
+/// Tiles of 256 with every pass after the tile sort a segment pass on a pipeline made for its shape
 /// (RecorderDesc::shaped_segments): bind makes those of every length the binding may take, and a
-/// GPU-side count (sort 3), batches (sort 5) and 8-byte keys (sort 6) run through them.
+/// GPU-side count (sort 3), batches (sort 5) and 8-byte keys (sort 6) run through them. (Smaller
+/// tiles make more lengths, and lavapipe takes a second or more to compile each shape's pipeline.)
 #[test]
 fn the_embedded_builds_take_shaped_segment_passes() {
-    records_sorts(&RecorderDesc {
-        max_tile: Some(64),
-        segment_merges: Some(true),
-        shaped_segments: Some(true),
-        ..RecorderDesc::default()
-    });
+    records_sorts(&recorder_desc(|d| {
+        d.tuning.max_tile = Some(256);
+        d.tuning.segment_merges = Some(true);
+        d.tuning.shaped_segments = Some(true);
+    }));
 }
 
 /// Tiles of 8 with every pass after the tile sort a segment pass, on at most 3 workgroups each
@@ -336,12 +344,11 @@ fn the_embedded_builds_take_shaped_segment_passes() {
 /// for 8-byte keys too.
 #[test]
 fn the_embedded_builds_take_persistent_segment_passes() {
-    records_sorts(&RecorderDesc {
-        max_tile: Some(8),
-        merge_workgroups: Some(3),
-        segment_merges: Some(true),
-        ..RecorderDesc::default()
-    });
+    records_sorts(&recorder_desc(|d| {
+        d.tuning.max_tile = Some(8);
+        d.tuning.merge_workgroups = Some(3);
+        d.tuning.segment_merges = Some(true);
+    }));
 }
 
 fn records_sorts(desc: &RecorderDesc) {
@@ -492,48 +499,35 @@ fn records_sorts(desc: &RecorderDesc) {
     let fence = r.download_and_wait(cmd, &storage, &staging, total);
 
     let (got_k1, got_v1) = (staging.read(off_k1, n1 as usize), staging.read(off_v1, n1 as usize));
-    let mut expect1 = keys1.clone();
-    expect1.sort_unstable();
-    assert_eq!(got_k1, expect1);
-    let mut seen = vec![false; n1 as usize];
-    for (i, &v) in got_v1.iter().enumerate() {
-        assert!(!std::mem::replace(&mut seen[v as usize], true), "value {v} twice");
-        assert_eq!(keys1[v as usize], got_k1[i], "pair {i} split");
-    }
+    assert_sorted("sort 1", &keys1, Order::Ascending, u32::cmp, &got_k1, Some(&got_v1));
     let got2: Vec<f32> = bytemuck::cast_slice(&staging.read(off_k2, cap2 as usize)).to_vec();
-    let mut expect2 = keys2[..n2 as usize].to_vec();
-    expect2.sort_unstable_by(|a, b| b.total_cmp(a));
-    assert_eq!(bytemuck::cast_slice::<f32, u32>(&got2[..n2 as usize]), bytemuck::cast_slice::<f32, u32>(&expect2));
+    let n2 = n2 as usize;
+    assert_sorted("sort 2", &keys2[..n2], Order::Descending, f32::total_cmp, &got2[..n2], None);
     assert_eq!(
-        bytemuck::cast_slice::<f32, u32>(&got2[n2 as usize..]),
-        bytemuck::cast_slice::<f32, u32>(&keys2[n2 as usize..]),
+        bytemuck::cast_slice::<f32, u32>(&got2[n2..]),
+        bytemuck::cast_slice::<f32, u32>(&keys2[n2..]),
         "elements past n were touched"
     );
 
     // GPU-side count: the first 1234 sorted, the rest untouched; a count over the capacity
     // clamped to it.
     let got3: Vec<i32> = bytemuck::cast_slice(&staging.read(off_k3, cap3 as usize)).to_vec();
-    let mut expect3 = keys3[..count3 as usize].to_vec();
-    expect3.sort_unstable();
-    assert_eq!(&got3[..count3 as usize], &expect3[..]);
-    assert_eq!(&got3[count3 as usize..], &keys3[count3 as usize..], "elements past the GPU count were touched");
+    let count3 = count3 as usize;
+    assert_sorted("sort 3", &keys3[..count3], Order::Ascending, i32::cmp, &got3[..count3], None);
+    assert_eq!(&got3[count3..], &keys3[count3..], "elements past the GPU count were touched");
     let got4 = staging.read(off_k4, cap4 as usize);
-    let mut expect4 = keys4.clone();
-    expect4.sort_unstable();
-    assert_eq!(got4, expect4);
-    assert_eq!(staging.read(off_c3, 1), [count3], "the count was written");
+    assert_sorted("sort 4", &keys4, Order::Ascending, u32::cmp, &got4, None);
+    assert_eq!(staging.read(off_c3, 1), [count3 as u32], "the count was written");
     // Batches: each array of 500 sorted on its own, its values with it.
     let (got_k5, got_v5) = (staging.read(off_k5, cap5 as usize), staging.read(off_v5, cap5 as usize));
     for b in 0..batches5 as usize {
+        // Each batch's values are its own indices 0..500 once its first index is taken off: one
+        // from another array is out of range.
         let range = b * len5 as usize..(b + 1) * len5 as usize;
-        let mut expect: Vec<f32> = keys5[range.clone()].to_vec();
-        expect.sort_unstable_by(f32::total_cmp);
-        assert_eq!(&got_k5[range.clone()], bytemuck::cast_slice::<f32, u32>(&expect), "batch {b}");
-        for i in range.clone() {
-            let v = got_v5[i] as usize;
-            assert!(range.contains(&v), "batch {b}: value {v} came from another array");
-            assert_eq!(keys5[v].to_bits(), got_k5[i], "batch {b}: pair {i} split");
-        }
+        let got: &[f32] = bytemuck::cast_slice(&got_k5[range.clone()]);
+        let values: Vec<u32> = got_v5[range.clone()].iter().map(|v| v.wrapping_sub(range.start as u32)).collect();
+        let what = format!("sort 5, batch {b}");
+        assert_sorted(&what, &keys5[range], Order::Ascending, f32::total_cmp, got, Some(&values));
     }
 
     // 8-byte keys: descending i64, values with them.
@@ -543,14 +537,7 @@ fn records_sorts(desc: &RecorderDesc) {
         .map(|w| (u64::from(w[1]) << 32 | u64::from(w[0])) as i64)
         .collect();
     let got_v6 = staging.read(off_v6, n6 as usize);
-    let mut expect6 = keys6.clone();
-    expect6.sort_unstable_by(|a, b| b.cmp(a));
-    assert_eq!(got_k6, expect6);
-    let mut seen = vec![false; n6 as usize];
-    for (i, &v) in got_v6.iter().enumerate() {
-        assert!(!std::mem::replace(&mut seen[v as usize], true), "value {v} twice");
-        assert_eq!(keys6[v as usize], got_k6[i], "i64 pair {i} split");
-    }
+    assert_sorted("sort 6", &keys6, Order::Descending, i64::cmp, &got_k6, Some(&got_v6));
 
     drop(sorter);
     finish(r, fence, pool, [storage, staging]);
@@ -578,7 +565,7 @@ fn a_renderer_times_its_sort_pass_by_pass() {
     let (storage, staging) = r.storage_and_staging(total);
     staging.write(0, &keys);
     staging.write(off_v, &values);
-    let desc = RecorderDesc { max_tile: Some(256), ..RecorderDesc::default() };
+    let desc = recorder_desc(|d| d.tuning.max_tile = Some(256));
     // SAFETY: the instance, physical device and device are live until the recorder is dropped.
     let mut sorter = unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &desc) }.expect("recorder");
     let region = |offset: u64| BufferRegion { buffer: storage.buffer, offset, size: u64::from(n) * 4 };
@@ -624,10 +611,7 @@ fn a_renderer_times_its_sort_pass_by_pass() {
         assert!((w[1].wrapping_sub(w[0]) & mask) < mask / 2, "pass {i} ends before it starts: {ticks:?}");
     }
     let (got_k, got_v) = (staging.read(0, n as usize), staging.read(off_v, n as usize));
-    let mut expect = keys.clone();
-    expect.sort_unstable_by(|a, b| b.cmp(a));
-    assert_eq!(got_k, expect);
-    assert!(got_k.iter().zip(&got_v).all(|(k, v)| keys[*v as usize] == *k), "pairs split");
+    assert_sorted("timed sort", &keys, Order::Descending, u32::cmp, &got_k, Some(&got_v));
 
     drop(sorter);
     // SAFETY: the queue is idle (fence waited); nothing uses the pool any more.

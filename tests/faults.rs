@@ -1,17 +1,15 @@
 //! Faults that can be provoked on any device: a fence timeout (the sort's resources and the
 //! caller's input survive it, and the sorter recovers), a lost device (later calls fail at once),
 //! an allocation larger than the device's memory (an error, after which the context still sorts),
-//! and the thread-safety markers of the public types.
+//! and the thread-safety markers of the public types. Each test makes a context of its own, with
+//! validation on (one loses its device on purpose).
 
+mod common;
+use common::*;
 use std::time::Duration;
 
-use bitonic_vk::{Context, ContextDesc, Error, Order, SortBinding, SortRecorder, Sorter, SorterDesc};
+use bitonic_vk::{Context, Error, Order, SortBinding, SortRecorder, Sorter, SorterDesc};
 use rand::{Rng, SeedableRng};
-
-fn context() -> Context {
-    Context::new(&ContextDesc { validation: Some(true), ..ContextDesc::default() })
-        .unwrap_or_else(|e| panic!("context: {e}"))
-}
 
 #[test]
 fn public_types_can_cross_threads() {
@@ -25,8 +23,8 @@ fn public_types_can_cross_threads() {
 
 #[test]
 fn a_fence_timeout_is_an_error_that_loses_nothing() {
-    let ctx = context();
-    let mut sorter = Sorter::new(&ctx, &SorterDesc { timeout: Some(Duration::from_nanos(1)), ..SorterDesc::default() })
+    let ctx = new_context(true);
+    let mut sorter = Sorter::new(&ctx, &sorter_desc(|d| d.timeout = Some(Duration::from_nanos(1))))
         .unwrap_or_else(|e| panic!("sorter: {e}"));
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let input: Vec<u32> = (0..1 << 16).map(|_| rng.random()).collect();
@@ -44,9 +42,7 @@ fn a_fence_timeout_is_an_error_that_loses_nothing() {
     assert_eq!(small, [1, 2, 3]);
     let mut again = input.clone();
     sorter.sort(&mut again, Order::Ascending).unwrap_or_else(|e| panic!("a full sort after the timeout: {e}"));
-    let mut expect = input.clone();
-    expect.sort_unstable();
-    assert_eq!(again, expect);
+    assert_sorted("a full sort after the timeout", &input, Order::Ascending, u32::cmp, &again, None);
     drop(sorter);
     let errors = ctx.validation_errors();
     assert!(errors.is_empty(), "validation errors: {errors:#?}");
@@ -54,8 +50,8 @@ fn a_fence_timeout_is_an_error_that_loses_nothing() {
 
 #[test]
 fn after_a_lost_device_every_sort_fails_at_once() {
-    let ctx = context();
-    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("sorter: {e}"));
+    let ctx = new_context(true);
+    let mut sorter = Sorter::new(&ctx, &SorterDesc::default()).unwrap_or_else(|e| panic!("sorter: {e}"));
     let mut keys = vec![5u32, 4, 3, 2, 1];
     sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("before: {e}"));
     assert!(!ctx.is_lost());
@@ -73,7 +69,7 @@ fn after_a_lost_device_every_sort_fails_at_once() {
 
 #[test]
 fn an_allocation_larger_than_the_device_memory_is_an_error_and_the_context_still_sorts() {
-    let ctx = context();
+    let ctx = new_context(true);
     let heap = ctx.device_info().device_local_memory;
     assert!(heap > 0, "the device reports no device-local heap");
     let bytes = heap.saturating_mul(2);
@@ -84,7 +80,7 @@ fn an_allocation_larger_than_the_device_memory_is_an_error_and_the_context_still
         }
         other => panic!("expected OutOfMemory for {bytes} bytes on a {heap}-byte heap, got {other:?}"),
     }
-    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("sorter: {e}"));
+    let mut sorter = Sorter::new(&ctx, &SorterDesc::default()).unwrap_or_else(|e| panic!("sorter: {e}"));
     let mut keys: Vec<u32> = (0..10_000u32).rev().collect();
     sorter.sort(&mut keys, Order::Ascending).unwrap_or_else(|e| panic!("sort after the failed allocation: {e}"));
     assert!(keys.iter().copied().eq(0..10_000), "sorted after the failed allocation");

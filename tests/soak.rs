@@ -4,7 +4,10 @@
 //! is off here (its own bookkeeping grows with every command); the GPU suite runs with it on.
 //! `BITONIC_VK_SOAK_SORTS` changes the count; the seed is printed (`BITONIC_VK_SOAK_SEED`).
 
-use bitonic_vk::{Context, ContextDesc, Order, SortKey, Sorter};
+mod common;
+use common::*;
+
+use bitonic_vk::{Order, SortKey, Sorter, SorterDesc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -20,8 +23,8 @@ fn resident_bytes() -> u64 {
 }
 
 /// Sorts `bits` as keys of type K (alone or with their indices as values) and checks the result
-/// against `sort_unstable_by` with the type's own comparison, bit for bit.
-fn sort_and_check<K: SortKey + Copy + std::fmt::Debug>(
+/// against the standard library's sort with the type's own comparison, bit for bit.
+fn sort_and_check<K: SortKey + bytemuck::Pod>(
     sorter: &mut Sorter,
     bits: &[u32],
     order: Order,
@@ -34,17 +37,7 @@ fn sort_and_check<K: SortKey + Copy + std::fmt::Debug>(
     let mut values: Vec<u32> = (0..bits.len() as u32).collect();
     if pairs { sorter.sort_pairs(&mut keys, &mut values, order) } else { sorter.sort(&mut keys, order) }
         .unwrap_or_else(|e| panic!("{label}: {e}"));
-    let mut expect = input.clone();
-    expect.sort_unstable_by(|a, b| if order == Order::Ascending { cmp(a, b) } else { cmp(b, a) });
-    let (got, want): (&[u32], &[u32]) = (bytemuck::cast_slice(&keys), bytemuck::cast_slice(&expect));
-    assert_eq!(got, want, "{label}: keys differ from the CPU's sort");
-    if pairs {
-        let mut seen = vec![false; bits.len()];
-        for (i, &v) in values.iter().enumerate() {
-            assert!(!std::mem::replace(&mut seen[v as usize], true), "{label}: value {v} twice");
-            assert_eq!(bits[v as usize], got[i], "{label}: pair {i} split");
-        }
-    }
+    assert_sorted(label, &input, order, cmp, &keys, pairs.then_some(&values[..]));
 }
 
 #[test]
@@ -54,9 +47,8 @@ fn ten_thousand_random_sorts_with_flat_memory() {
         std::env::var("BITONIC_VK_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     eprintln!("soak: {sorts} sorts, seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);
-    let ctx = Context::new(&ContextDesc { validation: Some(false), ..ContextDesc::default() })
-        .unwrap_or_else(|e| panic!("context: {e}"));
-    let mut sorter = ctx.sorter().unwrap_or_else(|e| panic!("sorter: {e}"));
+    let ctx = new_context(false);
+    let mut sorter = Sorter::new(&ctx, &SorterDesc::default()).unwrap_or_else(|e| panic!("sorter: {e}"));
     let mut baseline = None;
     for i in 0..sorts.max(WARM_UP + 1) {
         // The first two sorts take the largest size, keys then pairs.

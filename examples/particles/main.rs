@@ -58,7 +58,7 @@ struct Args {
     /// and the sort takes a smaller GPU-side count, to see what work past the count costs.
     #[arg(long, default_value_t = 1.0, value_parser = parse_zoom)]
     zoom: f32,
-    /// Tiles of 16-bit origins for the sort's u32 pairs (`RecorderDesc::tile_origins`): on, off,
+    /// Tiles of 16-bit origins for the sort's u32 pairs (`Tuning::tile_origins`): on, off,
     /// or by default the recorder's choice where the device offers `shaderInt16`.
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     tile_origins: Option<bool>,

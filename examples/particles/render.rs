@@ -356,7 +356,7 @@ pub struct RenderDesc {
     /// Focal length over the default's (1 = a 60 degree vertical field of view): above 1 the view
     /// narrows and more particles are culled, so the sort takes a smaller GPU-side count.
     pub zoom: f32,
-    /// `RecorderDesc::tile_origins` for the sort: `None` lets the recorder choose (where the
+    /// `Tuning::tile_origins` for the sort: `None` lets the recorder choose (where the
     /// device has `shaderInt16`), `Some(true)` asks for tiles of 16-bit origins (an error where
     /// the device lacks it), `Some(false)` keeps the values in the tiles.
     pub tile_origins: Option<bool>,
@@ -884,12 +884,8 @@ impl<'g> Renderer<'g> {
     /// The recorder on our device, and one binding: keys, indices and the GPU-side count.
     fn create_sorter(&mut self) -> Result<()> {
         let gpu = self.gpu;
-        let desc = RecorderDesc {
-            max_bindings: 1,
-            shader_int16: gpu.shader_int16,
-            tile_origins: self.desc.tile_origins,
-            ..RecorderDesc::default()
-        };
+        let mut desc = RecorderDesc { max_bindings: 1, shader_int16: gpu.shader_int16, ..RecorderDesc::default() };
+        desc.tuning.tile_origins = self.desc.tile_origins;
         // SAFETY: the instance, physical device and device are the Gpu's, which outlives this
         // renderer (it is borrowed), and the recorder is dropped in `Drop` after the device idles.
         let mut recorder =

@@ -22,7 +22,7 @@ mod passes;
 mod sizes;
 
 // The names the command's modules take from its crate root.
-use cli::{Failure, GpuArgs, OrderArg};
+use cli::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 use std::collections::HashSet;
 use std::ffi::OsString;

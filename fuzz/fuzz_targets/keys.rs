@@ -7,8 +7,7 @@
 
 use std::cmp::Ordering;
 
-use bitonic_vk::keys::{from_image, from_image64, to_image, to_image64};
-use bitonic_vk::push::{FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
+use bitonic_vk::hooks::{from_image, from_image64, to_image, to_image64, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
 use libfuzzer_sys::fuzz_target;
 
 /// A key order on key bits.

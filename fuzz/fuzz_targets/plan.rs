@@ -12,14 +12,11 @@
 use std::cmp::Ordering;
 
 use arbitrary::Arbitrary;
-use bitonic_vk::context::DeviceLimits;
-use bitonic_vk::model::{Recording, Step, Trace};
-use bitonic_vk::pipelines::{geometry_for, KernelOptions};
-use bitonic_vk::plan::{pass_count, Geometry, PassKind, Plan};
-use bitonic_vk::push::{FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
-use bitonic_vk::record::{record_passes, RecordOptions};
-use bitonic_vk::shaders::Payload;
-use bitonic_vk::KeyWidth;
+use bitonic_vk::hooks::{
+    geometry as geometry_for, pass_count, record_passes, Geometry, PassKind, Payload, Plan, RecordOptions, Recording,
+    Step, Trace, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32, MAX_FUSED, MAX_TILE,
+};
+use bitonic_vk::{DeviceLimits, KeyWidth, Tuning};
 use libfuzzer_sys::fuzz_target;
 
 /// The longest array the model runs: a few thousand elements keep one input to milliseconds.
@@ -39,6 +36,7 @@ enum Shape {
         max_tile: Option<u32>,
         max_fused: Option<u32>,
         local_workgroup_size: Option<u32>,
+        cpu: bool,
     },
 }
 
@@ -81,6 +79,7 @@ fn geometry(shape: &Shape) -> Option<Geometry> {
             max_tile,
             max_fused,
             local_workgroup_size,
+            cpu,
         } => {
             let limits = DeviceLimits {
                 max_compute_shared_memory_size: shared_memory,
@@ -95,22 +94,26 @@ fn geometry(shape: &Shape) -> Option<Geometry> {
                 timestamp_period: 1.0,
                 timestamp_valid_bits: 64,
                 min_storage_buffer_offset_alignment: 16,
+                multiprocessors: 0,
             };
             let payload = if pairs { Payload::Pairs } else { Payload::Keys };
-            let options = KernelOptions { max_tile, max_fused, local_workgroup_size };
+            let mut options = Tuning::default();
+            options.max_tile = max_tile;
+            options.max_fused_substages = max_fused;
+            options.local_workgroup_size = local_workgroup_size;
             // An error is the right answer to limits or options the kernels cannot be built for;
             // what it accepts, the planner must accept too.
             let width = if wide { KeyWidth::Bits64 } else { KeyWidth::Bits32 };
-            let (geometry, local_wg) = geometry_for(&limits, payload, width, options).ok()?;
+            let (geometry, local_wg) = geometry_for(&limits, payload, width, &options, cpu).ok()?;
             assert!(geometry.check().is_ok(), "{geometry:?}");
             let tile = geometry.tile();
-            assert!((2..=bitonic_vk::pipelines::MAX_TILE).contains(&tile), "{geometry:?}");
+            assert!((2..=MAX_TILE).contains(&tile), "{geometry:?}");
             assert!(max_tile.is_none_or(|cap| tile <= cap), "{geometry:?} {options:?}");
             let bytes = u64::from(width.bytes()) + if pairs { 4 } else { 0 };
             assert!(u64::from(tile) * bytes <= u64::from(shared_memory), "{geometry:?} {limits:?}");
             assert!(geometry.global_wg >= 1 && geometry.global_wg <= invocations.min(work_group_size_x));
             assert!(local_wg.is_power_of_two() && local_wg <= invocations.min(work_group_size_x));
-            assert!((1..=bitonic_vk::plan::MAX_FUSED).contains(&geometry.fused));
+            assert!((1..=MAX_FUSED).contains(&geometry.fused));
             Some(geometry)
         }
     }
@@ -129,7 +132,7 @@ fuzz_target!(|input: Input| {
     // What the planner accepts, written out independently of it.
     let valid = (1..=14).contains(&geometry.tile_log2)
         && geometry.global_wg >= 1
-        && (1..=5).contains(&geometry.fused)
+        && (1..=6).contains(&geometry.fused)
         && n <= 1 << 31;
     let plan = match Plan::new(n, geometry, flags) {
         Ok(plan) => plan,

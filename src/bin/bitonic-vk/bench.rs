@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
-use bitonic_vk::timing::WarmUp;
-use bitonic_vk::{Calibration, Context, DeviceType, Order, Sorter, SorterDesc};
+use bitonic_vk::{Calibration, Context, DeviceType, Order, Sorter, SorterDesc, WarmUp};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
+use crate::cli::TuningArgs;
 use crate::data::{self, BenchKey, Distribution, KeyType};
 use crate::output::{self, Panel, Series};
 use crate::sizes::{parse_sizes, SizeList};
@@ -56,65 +56,8 @@ pub struct BenchArgs {
     /// Also draw time and Mkeys/s against n, log-log, as SVG to FILE.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// Cap the elements per tile of the local kernels (a power of two); the default is the
-    /// largest that fits the device's shared memory.
-    #[arg(long, value_name = "ELEMENTS")]
-    max_tile: Option<u32>,
-    /// Cap the substages fused in registers per global pass (1 to 6; by default 6 for u32/i32/f32
-    /// keys alone from 2048 tiles, else 5) and per local chunk (at most 5 for u32/i32/f32 keys alone
-    /// in tiles of 8192, 3 in sorts of up to 2^15 elements and for u32/i32/f32 keys alone in the
-    /// segment tiles of 2048 of larger sorts, else 4); 1 is one substage per global pass, as
-    /// NVIDIA's CUDA sample does.
-    #[arg(long, value_name = "N")]
-    max_fused: Option<u32>,
-    /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
-    /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys).
-    #[arg(long, value_name = "N")]
-    local_wg: Option<u32>,
-    /// Substages per shared-memory chunk of the local kernels (1 to 5; default 5 for u32/i32/f32
-    /// keys alone in tiles of 8192 or more, 3 in sorts of up to 2^15 elements and for u32/i32/f32
-    /// keys alone in the segment tiles of 2048 of larger sorts, else 4, never more than
-    /// --max-fused).
-    #[arg(long, value_name = "N")]
-    local_chunk: Option<u32>,
-    /// The most workgroups of the tile sort, of a local merge and of a segment pass, each looping
-    /// over tiles (cosets) and loading the next while it works on this one (0: one tile per
-    /// workgroup; default: the device's multiprocessors where it reports them, else 0; on a CPU
-    /// device more where a workgroup's loops would outrun the driver's loop limit).
-    #[arg(long, value_name = "N")]
-    merge_groups: Option<u32>,
-    /// Every pass after the tile sort as a segment pass (on), or none (off): a run of substages
-    /// that may cross a stage boundary, on cosets of a tile's size in shared memory, fewer passes.
-    /// Default: where they paid on the H100 (up to one tile per multiprocessor, and beyond that in
-    /// tiles of 4096 or more where the passes loop over cosets, see --merge-groups; sorts that
-    /// fit 3 to one tile per multiprocessor get the smallest tile from 2048 that does, unless this
-    /// is off).
-    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
-    segments: Option<bool>,
-    /// Elements of the run of consecutive elements that a segment pass carries uncompared where it
-    /// starts with a stage's flip or inside its strides of a tile and more (a power of two from 2,
-    /// capped at half the tile): longer runs mean longer stretches per request to memory and
-    /// sometimes more passes. Alone, every such pass carries it; with --segment-run-long, it is the
-    /// short run. Default: in sorts of more tiles than multiprocessors, 16 for 4-byte keys where
-    /// that adds no pass and for 4-byte keys with values whatever it adds; else 8.
-    #[arg(long, value_name = "N")]
-    segment_run: Option<u32>,
-    /// The long run (a power of two, at least --segment-run, 8 where that is unset): each segment
-    /// pass that carries a run carries --segment-run or this, this one wherever that adds no pass.
-    #[arg(long, value_name = "N")]
-    segment_run_long: Option<u32>,
-    /// Segment passes of one workgroup per coset on a pipeline made for their shape (its strides
-    /// and branches literals when the driver compiles it, one pipeline per shape made when a
-    /// length is first sorted): on = every shape, off = none (the one pipeline that reads the
-    /// shape from push constants); by default the shapes whose chain of chunks has a module of
-    /// its own (in tiles of 2048: 4-byte keys, and pairs on chunks of 3, up to 2^15).
-    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
-    shaped_segments: Option<bool>,
-    /// Tiles of u32 pairs with 16-bit origins in place of their values (twice as many pairs a
-    /// tile; needs the device's shaderInt16): on = always, off = never; by default where only
-    /// that tile gives a sort segment passes of one coset per workgroup.
-    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
-    tile_origins: Option<bool>,
+    #[command(flatten)]
+    tuning: TuningArgs,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -172,7 +115,7 @@ pub struct Row {
     submit: Submit,
 }
 
-/// `bench` keeps a GPU busy before timing until a sort's time settles (`timing::WarmUp`), in
+/// `bench` keeps a GPU busy before timing until a sort's time settles (`WarmUp`), in
 /// batches of about this long.
 const WARM_BATCH: Duration = Duration::from_millis(100);
 /// Untimed GPU work at the start of the timed command buffer.
@@ -212,16 +155,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
     let desc = SorterDesc {
-        max_tile: args.max_tile,
-        max_fused_substages: args.max_fused,
-        local_workgroup_size: args.local_wg,
-        local_chunk_substages: args.local_chunk,
-        merge_workgroups: args.merge_groups,
-        segment_merges: args.segments,
-        segment_run: args.segment_run,
-        segment_run_long: args.segment_run_long,
-        shaped_segments: args.shaped_segments,
-        tile_origins: args.tile_origins,
+        tuning: args.tuning.tuning(),
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
@@ -490,10 +424,10 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
     // GPU time from back-to-back sorts in one command buffer: between separate sorts the host
     // checks results and a GPU drops to its idle clock, which takes a few hundred milliseconds of
     // steady work to come back. So first keep it busy in batches of ~0.1 s until a sort's time
-    // has stopped falling (timing::WarmUp: at least two seconds, at most four), and then
-    // start the timed command buffer itself with ~0.3 s of untimed sorts (as many as fit under
-    // the 240 a command buffer takes): between batches the host copies the input, and at 2^24
-    // keys that gap alone let the H100 clock down again. With --submit each, those untimed sorts
+    // has stopped falling (WarmUp: at least two seconds, at most four), and then start the timed
+    // command buffer itself with ~0.3 s of untimed sorts (as many as fit under the 240 a command
+    // buffer takes): between batches the host copies the input, and on the largest sorts that
+    // gap alone let a GPU clock down again. With --submit each, those untimed sorts
     // and the timed ones are submitted one by one, as a renderer's frames are.
     let mut keys = input.clone();
     let mut values = indices.clone();

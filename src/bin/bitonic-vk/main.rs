@@ -12,7 +12,7 @@ use std::fs;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use bitonic_vk::{list_devices, Context, Order, SortKey, Sorter, StableKey};
+use bitonic_vk::{list_devices, Context, Order, SortKey, Sorter, SorterDesc, StableKey};
 use clap::Parser as _;
 
 use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs, TimeFrom};
@@ -81,6 +81,16 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
             args.key_type.name()
         )));
     }
+    if let Some(values_output) = &args.values_output {
+        // Two outputs renamed over one file would leave only the last: refuse before any work.
+        if output::same_file(values_output, &args.output) {
+            return Err(Failure::Input(anyhow!(
+                "--values-output {} and the keys' OUTPUT {} are the same file: give the values an output of their own",
+                values_output.display(),
+                args.output.display()
+            )));
+        }
+    }
     let input::Inputs { mut keys, mut values } =
         input::load(&args.input, args.values.as_deref(), key_bytes, |path| fs::read(path)).map_err(Failure::Input)?;
     let n = keys.len() / (key_bytes / 4);
@@ -89,7 +99,7 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
     let mut values_out = output::stage(args.values_output.as_ref())?;
     if n > 1 {
         let ctx = Context::new(&gpu.desc())?;
-        let mut sorter = ctx.sorter()?;
+        let mut sorter = Sorter::new(&ctx, &SorterDesc::default())?;
         let order = if args.descending { Order::Descending } else { Order::Ascending };
         let v = values.as_deref_mut();
         match (args.key_type, v) {

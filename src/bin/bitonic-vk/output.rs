@@ -65,6 +65,34 @@ impl Staged {
     }
 }
 
+/// Whether two output paths name one file: the same path once the directories' links are
+/// resolved, or (where both exist) one file through a link, symbolic or hard.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    // A path that does not exist yet: its directory resolved, and its own name.
+    let resolve = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+        })
+    };
+    if let (Some(x), Some(y)) = (resolve(a), resolve(b)) {
+        if x == y {
+            return true;
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    false
+}
+
 /// Staged files for an optional output path.
 pub fn stage(path: Option<&PathBuf>) -> Result<Option<Staged>, Failure> {
     path.map(|p| Staged::new(p)).transpose()

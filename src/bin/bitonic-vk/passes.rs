@@ -11,6 +11,7 @@ use bitonic_vk::{BarrierFlavor, Context, DeviceType, Order, PassStudy, PassSync,
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use crate::cli::TuningArgs;
 use crate::data::{self, BenchKey, Distribution, KeyType};
 use crate::output;
 use crate::sizes::parse_size;
@@ -41,61 +42,8 @@ pub struct PassesArgs {
     /// per buffer, or a synchronization2 VkMemoryBarrier2 with exact stages and accesses.
     #[arg(long, value_enum, default_value = "memory")]
     barrier: FlavorArg,
-    /// Cap the substages fused per global pass (1 = unfused, one substage per pass, as NVIDIA's
-    /// CUDA sample does; default 6 for 4-byte keys alone from 2048 tiles, else 5).
-    #[arg(long, value_name = "N")]
-    max_fused: Option<u32>,
-    /// Cap the elements per tile of the local kernels (a power of two).
-    #[arg(long, value_name = "ELEMENTS")]
-    max_tile: Option<u32>,
-    /// Invocations per workgroup of the local kernels (a power of two; default: a quarter of the
-    /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys).
-    #[arg(long, value_name = "N")]
-    local_wg: Option<u32>,
-    /// Substages per shared-memory chunk of the local kernels (1 to 5; default 5 for u32/i32/f32
-    /// keys alone in tiles of 8192 or more, 3 in sorts of up to 2^15 elements and for u32/i32/f32
-    /// keys alone in the segment tiles of 2048 of larger sorts, else 4, never more than
-    /// --max-fused).
-    #[arg(long, value_name = "N")]
-    local_chunk: Option<u32>,
-    /// The most workgroups of the tile sort, of a local merge and of a segment pass, each looping
-    /// over tiles (cosets) and loading the next while it works on this one (0: one tile per
-    /// workgroup; default: the device's multiprocessors where it reports them, else 0; on a CPU
-    /// device more where a workgroup's loops would outrun the driver's loop limit).
-    #[arg(long, value_name = "N")]
-    merge_groups: Option<u32>,
-    /// Every pass after the tile sort as a segment pass (on), or none (off): a run of substages
-    /// that may cross a stage boundary, on cosets of a tile's size in shared memory, fewer passes.
-    /// Default: where they paid on the H100 (up to one tile per multiprocessor, and beyond that in
-    /// tiles of 4096 or more where the passes loop over cosets, see --merge-groups; sorts that
-    /// fit 3 to one tile per multiprocessor get the smallest tile from 2048 that does, unless this
-    /// is off).
-    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
-    segments: Option<bool>,
-    /// Elements of the run of consecutive elements that a segment pass carries uncompared where it
-    /// starts with a stage's flip or inside its strides of a tile and more (a power of two from 2,
-    /// capped at half the tile): longer runs mean longer stretches per request to memory and
-    /// sometimes more passes. Alone, every such pass carries it; with --segment-run-long, it is the
-    /// short run. Default: in sorts of more tiles than multiprocessors, 16 for 4-byte keys where
-    /// that adds no pass and for 4-byte keys with values whatever it adds; else 8.
-    #[arg(long, value_name = "N")]
-    segment_run: Option<u32>,
-    /// The long run (a power of two, at least --segment-run, 8 where that is unset): each segment
-    /// pass that carries a run carries --segment-run or this, this one wherever that adds no pass.
-    #[arg(long, value_name = "N")]
-    segment_run_long: Option<u32>,
-    /// Segment passes of one workgroup per coset on a pipeline made for their shape (its strides
-    /// and branches literals when the driver compiles it, one pipeline per shape made when a
-    /// length is first sorted): on = every shape, off = none (the one pipeline that reads the
-    /// shape from push constants); by default the shapes whose chain of chunks has a module of
-    /// its own (in tiles of 2048: 4-byte keys, and pairs on chunks of 3, up to 2^15).
-    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
-    shaped_segments: Option<bool>,
-    /// Tiles of u32 pairs with 16-bit origins in place of their values (twice as many pairs a
-    /// tile; needs the device's shaderInt16): on = always, off = never; by default where only
-    /// that tile gives a sort segment passes of one coset per workgroup.
-    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
-    tile_origins: Option<bool>,
+    #[command(flatten)]
+    tuning: TuningArgs,
     /// Where the GPU time starts: at the end of an empty compute dispatch after the input's copy
     /// (standing for the pass that wrote the keys; a compute-to-compute barrier before the first
     /// pass, as before every other), or at the end of the copy (the transfer-to-compute barrier
@@ -219,16 +167,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
     let desc = SorterDesc {
-        max_tile: args.max_tile,
-        max_fused_substages: args.max_fused,
-        local_workgroup_size: args.local_wg,
-        local_chunk_substages: args.local_chunk,
-        merge_workgroups: args.merge_groups,
-        segment_merges: args.segments,
-        segment_run: args.segment_run,
-        segment_run_long: args.segment_run_long,
-        shaped_segments: args.shaped_segments,
-        tile_origins: args.tile_origins,
+        tuning: args.tuning.tuning(),
         time_from_transfer: args.time_from == TimeFrom::Transfer,
         ..SorterDesc::default()
     };
@@ -253,7 +192,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
             SyncArg::Sort => PassSync::SubmitPerSort,
             SyncArg::Submit => PassSync::SubmitPerPass,
         },
-        args.max_fused == Some(1),
+        args.tuning.max_fused == Some(1),
     );
     if primary.sync == PassSync::Barrier(BarrierFlavor::Memory2) && !info.synchronization2 {
         return Err(Failure::Input(anyhow!(
@@ -287,10 +226,14 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     let mut unfused = None;
     let mut outcomes = Vec::new();
     for strategy in strategies {
-        let sorter = if strategy.unfused && args.max_fused != Some(1) {
+        let sorter = if strategy.unfused && args.tuning.max_fused != Some(1) {
             match &mut unfused {
                 Some(s) => s,
-                slot => slot.insert(Sorter::new(&ctx, &SorterDesc { max_fused_substages: Some(1), ..desc.clone() })?),
+                slot => {
+                    let mut unfused = desc.clone();
+                    unfused.tuning.max_fused_substages = Some(1);
+                    slot.insert(Sorter::new(&ctx, &unfused)?)
+                }
             }
         } else {
             &mut sorter
@@ -427,9 +370,9 @@ fn measure<K: BenchKey>(
     let mut expect = input.clone();
     data::cpu_sort(&mut expect, order, true);
     let indices: Vec<u32> = (0..n as u32).collect();
-    // A GPU idles down between runs and needs a few hundred ms of work to clock back up; a CPU
-    // device gets one untimed sort (without it, the first strategy of a lavapipe run came out
-    // 7 to 26 % slower than the rest, whichever it was).
+    // A GPU idles down between runs and needs a few hundred milliseconds of work to clock back
+    // up; a CPU device gets one untimed sort (without it the first strategy of a run came out
+    // slower than the rest, whichever it was).
     let until = Instant::now() + if warm_up { WARM_UP } else { Duration::ZERO };
     loop {
         let (mut k, mut v) = (input.clone(), indices.clone());
@@ -447,7 +390,6 @@ fn measure<K: BenchKey>(
         .map_err(Failure::Run)?;
     let bytes = n as f64 * (size_of::<K>() + if args.pairs { 4 } else { 0 }) as f64 * 2.0;
     let rows = study
-        .plan
         .passes
         .iter()
         .enumerate()
@@ -462,10 +404,10 @@ fn measure<K: BenchKey>(
                 key_type: args.key_type,
                 pairs: args.pairs,
                 pass: i,
-                kind: pass.kind.name(),
+                kind: pass.kernel,
                 stage: pass.stage,
-                inc: pass.push.inc,
-                dir: pass.push.dir,
+                inc: pass.inc,
+                dir: pass.dir,
                 substages: pass.substages,
                 workgroups: pass.workgroups,
                 gpu_us: us(med),

@@ -1,12 +1,11 @@
 //! Measuring a GPU honestly: when it has run long enough to be timed.
 //!
 //! A GPU that has idled, or has had only short bursts of work, runs at a low clock, and its
-//! governor raises the clock only after some time of steady load, sometimes in steps. How long
-//! that takes is the driver's affair: on the H200 (driver 580), back-to-back sorts of 2^16 u32
-//! keys read 125 us for the first 0.6 s of batches and 32 us after, and those of 4096 keys 55 us,
-//! then 44 us, and 13 us only after some seconds. A fixed warm-up is therefore too short for some
-//! sizes or wasted on others, and a time that is flat for a while can still drop, so [`WarmUp`]
-//! has a floor and past it keeps the GPU busy until a sort's time has stopped falling.
+//! governor raises the clock only after some time of steady load, sometimes in steps, and how
+//! long that takes is the driver's affair (docs/PERFORMANCE.md, "Method"). A fixed warm-up is
+//! therefore too short for some sizes or wasted on others, and a time that is flat for a while
+//! can still drop, so [`WarmUp`] has a floor and past it keeps the GPU busy until a sort's time
+//! has stopped falling.
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 /// runs it).
 ///
 /// ```
-/// use bitonic_vk::timing::WarmUp;
+/// use bitonic_vk::WarmUp;
 /// use std::time::Duration;
 ///
 /// let mut warm = WarmUp::new();
@@ -34,8 +33,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, Default)]
 pub struct WarmUp {
     /// When the first batch ended: the warm-up counts from there, since that batch's wall time
-    /// also holds one-off costs (buffers allocated, pipelines made for a new length: seconds for
-    /// some lengths on the H200), which keep the GPU idle.
+    /// also holds one-off costs (buffers allocated, pipelines made for a new length), which keep
+    /// the GPU idle.
     start: Option<Instant>,
     best: Option<Duration>,
     /// The median that last improved on the one before it by more than 5 %, and when.
@@ -43,9 +42,9 @@ pub struct WarmUp {
 }
 
 impl WarmUp {
-    /// The least warm-up, whatever the times read. On the H200 a GPU that had idled for seconds
-    /// ran sorts of 1024 u32 pairs at a low clock for all of a first second of them (31 us, 7.2 us
-    /// once up); two seconds leave room for a step that comes late.
+    /// The least warm-up, whatever the times read: a GPU that had idled for seconds ran small sorts
+    /// at a low clock for all of a first second of them; two seconds leave room for a step that
+    /// comes late.
     pub const AT_LEAST: Duration = Duration::from_secs(2);
     /// How long the best time must stand before the clock counts as settled.
     pub const SETTLED: Duration = Duration::from_millis(500);

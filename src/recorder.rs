@@ -1,5 +1,5 @@
-//! Embedding: record a sort into the caller's command buffer, on the caller's device, over the
-//! caller's buffers.
+//! [`SortRecorder`]: records sorts into the caller's command buffer, on the caller's device, over
+//! the caller's buffers.
 //!
 //! A [`SortRecorder`] is made from the caller's `ash` instance, physical device and device (it
 //! never destroys them) and an optional pipeline cache. [`SortRecorder::bind`] checks a keys
@@ -7,7 +7,7 @@
 //! writes one descriptor set for it, once. [`SortRecorder::record`] then records the whole sort
 //! into a command buffer the caller is recording: no device memory is allocated and no descriptor
 //! is written per record, so several sorts fit in one command buffer and one frame. The passes are
-//! recorded by [`crate::record::record_passes`]; the standalone [`crate::Sorter`] is built on this
+//! recorded by one function for Vulkan and the CPU model alike; the standalone [`crate::Sorter`] is built on this
 //! same recorder. [`SortRecorder::record_batches`] sorts many equal-length arrays in one sequence
 //! of passes (bindings made with [`BindDesc::batched`]); [`BindDesc::key_width`] picks the builds
 //! for 8-byte keys; [`SortRecorder::rebind`] moves a binding to new regions.
@@ -26,7 +26,7 @@
 //!   places a barrier from there to its consumer (`VERTEX_SHADER`/`SHADER_READ` to draw,
 //!   `TRANSFER`/`TRANSFER_READ` to copy out, `DRAW_INDIRECT` ...).
 //! - **State**: `record` binds compute pipelines, descriptor set 0 of the compute bind point, and
-//!   sets push constants (bytes 0..24, compute stage); the caller rebinds its own compute state
+//!   sets push constants (bytes 0..28, compute stage); the caller rebinds its own compute state
 //!   afterwards. Graphics state is untouched. Between passes it records
 //!   `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory barriers.
 //! - **Lifetimes**: the recorder and every binding must outlive the execution of each command
@@ -37,50 +37,16 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use ash::vk;
 
-use crate::context::{describe, DeviceInfo, DeviceType};
+use crate::abi::{KeyWidth, PassKind, Payload};
+use crate::device::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
-use crate::keys::{key_flags, KeyKind, KeyWidth, Order, SortKey};
-use crate::pipelines::{geometry_for, local_chunk, KernelOptions, Kernels, Layouts};
-use crate::plan::{self, Geometry, PassKind, Plan, SegmentRuns};
-use crate::record::{self, PassBarrier, RecordOptions, VulkanEncoder};
-use crate::shaders::{Build, Payload, Variant};
-
-/// The carried low runs asked for by `segment_run` and `segment_run_long` (elements, powers of
-/// two from 2): neither leaves them to `plan::segment_runs`; `segment_run` alone is the one run
-/// every carrying segment takes; `segment_run_long` lets them take it or `segment_run` (8 where
-/// unset), whichever gives fewer passes, the long one where they tie.
-fn segment_runs_of(run: Option<u32>, long: Option<u32>) -> Result<Option<SegmentRuns>> {
-    for (name, value) in [("segment_run", run), ("segment_run_long", long)] {
-        if let Some(v) = value.filter(|v| *v < 2 || !v.is_power_of_two()) {
-            return Err(Error::InvalidOption {
-                name,
-                value: v.to_string(),
-                reason: "must be a power of two, at least 2",
-            });
-        }
-    }
-    let short = run.map_or(plan::SEGMENT_MIN_RUN_LOG2, u32::trailing_zeros);
-    match long {
-        None => Ok(run.map(|_| SegmentRuns::fixed(short))),
-        Some(long) if long.trailing_zeros() < short => Err(Error::InvalidOption {
-            name: "segment_run_long",
-            value: long.to_string(),
-            reason: "must be at least segment_run (8 where unset)",
-        }),
-        Some(long) => Ok(Some(SegmentRuns { short, long: long.trailing_zeros() })),
-    }
-}
-
-/// The build of the kernels a binding runs: reading a GPU-side count, batched, or the lean one.
-fn variant(gpu_count: bool, batched: bool) -> Variant {
-    if gpu_count {
-        Variant::BatchedCount
-    } else if batched {
-        Variant::Batched
-    } else {
-        Variant::Lean
-    }
-}
+use crate::gpu::memory::OwnBuffer;
+use crate::gpu::pipelines::{KernelKey, Kernels, Layouts};
+use crate::gpu::record::{self, PassBarrier, VulkanEncoder};
+use crate::keys::{key_flags, KeyKind, Order, SortKey};
+use crate::network::{record_passes, Plan, RecordOptions};
+use crate::segment::ceil_log2;
+use crate::tuning::{check_size, BindingShape, Sizing, Tuning};
 
 /// A region of one of the caller's buffers. The buffer must have been created with
 /// `STORAGE_BUFFER` usage.
@@ -106,18 +72,15 @@ pub struct BindDesc {
     /// sort runs; `None` takes the count given to `record`. At least 4 bytes.
     pub count: Option<BufferRegion>,
     /// The most elements any sort through this binding takes: fixed here, for the regions' sizes
-    /// and the pipelines. The tiles are sized for it: unless `batched`, where segment passes may
-    /// be used, a capacity that fits 3 to one tile per multiprocessor gets the smallest such tile
-    /// from 2048 (`plan::segment_tile`), so that a sort of far fewer elements than the capacity
-    /// may take a smaller tile than through a binding of its own size (1000 u32 keys through a
-    /// binding of 2^18: one tile of 2048 instead of 1024).
+    /// and the pipelines. The tiles are sized for it, so a sort of far fewer elements than the
+    /// capacity may take a larger tile than through a binding of its own size.
     pub capacity: u32,
     /// The width of the keys sorted through this binding (`u32`/`i32`/`f32` or
     /// `u64`/`i64`/`f64`): each width has its own build of the kernels. Default 32 bits.
     pub key_width: KeyWidth,
     /// Whether sorts through this binding may be batched ([`SortRecorder::record_batches`] with
     /// more than one array). A binding that is neither batched nor reads a GPU-side count runs
-    /// the lean build of the kernels, which has no batch offset (about 2 % faster on the H100).
+    /// its kernels specialized without the batch offset, which costs time.
     pub batched: bool,
 }
 
@@ -128,43 +91,12 @@ pub struct RecorderDesc {
     pub max_bindings: u32,
     /// A pipeline cache of the caller's to create the pipelines through, or null.
     pub pipeline_cache: vk::PipelineCache,
-    /// Caps the elements per tile (a power of two, at least 2); see [`crate::SorterDesc`].
-    pub max_tile: Option<u32>,
-    /// Caps the substages fused per global pass (1..=6); see [`crate::SorterDesc`].
-    pub max_fused_substages: Option<u32>,
-    /// Invocations per workgroup of the local kernels; see [`crate::SorterDesc`].
-    pub local_workgroup_size: Option<u32>,
-    /// Substages per shared-memory chunk of the local kernels; see [`crate::SorterDesc`].
-    pub local_chunk_substages: Option<u32>,
-    /// The most workgroups of the tile sort, of a local merge and of a segment pass; see
-    /// [`crate::SorterDesc`].
-    pub merge_workgroups: Option<u32>,
-    /// Plans sorts in segment passes after the tile sort; see [`crate::SorterDesc`].
-    pub segment_merges: Option<bool>,
-    /// Elements of a segment pass's carried low run; see [`crate::SorterDesc`].
-    pub segment_run: Option<u32>,
-    /// Elements of the longer carried low run a segment pass may take; see [`crate::SorterDesc`].
-    pub segment_run_long: Option<u32>,
-    /// A pipeline per segment shape, made by [`SortRecorder::bind`] for the sorts of the
-    /// binding's capacity and of every power of two from two tiles up to it; see
-    /// [`crate::SorterDesc`]. By default (`None`) for the shapes whose chain of chunks has a
-    /// module of its own.
-    pub shaped_segments: Option<bool>,
     /// Whether `device` was created with the `shaderInt16` feature enabled, which the tiles of
-    /// u32 pairs with 16-bit origins need ([`RecorderDesc::tile_origins`]). Default false: pairs
-    /// then keep their values in the tile.
+    /// u32 pairs with 16-bit origins need ([`Tuning::tile_origins`]). Default false: pairs then
+    /// keep their values in the tile.
     pub shader_int16: bool,
-    /// Tiles of u32 pairs that hold each key's 16-bit origin in shared memory in place of its
-    /// value, the values put in place as a tile is stored: 6 bytes an element instead of 8, so
-    /// twice as many pairs a tile (8192 in 48 KiB). `None` (the default, with
-    /// [`RecorderDesc::shader_int16`]): in an unbatched binding whose capacity, and the power of
-    /// two at or above it, only a tile that large cuts into 3 to one tile per multiprocessor
-    /// (segment passes of one coset per workgroup: 540673 to 2^20 pairs on 132 multiprocessors);
-    /// on an H200 that took 2^20 pairs from 162 to 154 us, while they lost in tiles no larger
-    /// than the values allow and where the segment passes loop (docs/PERFORMANCE.md, lever
-    /// table, "Pairs in tiles of 16-bit origins"). `Some(true)`: every binding of u32
-    /// pairs (an error without `shader_int16`); `Some(false)`: none.
-    pub tile_origins: Option<bool>,
+    /// The knobs; the defaults are where they measured fastest.
+    pub tuning: Tuning,
 }
 
 impl Default for RecorderDesc {
@@ -172,17 +104,8 @@ impl Default for RecorderDesc {
         RecorderDesc {
             max_bindings: 16,
             pipeline_cache: vk::PipelineCache::null(),
-            max_tile: None,
-            max_fused_substages: None,
-            local_workgroup_size: None,
-            local_chunk_substages: None,
-            merge_workgroups: None,
-            segment_merges: None,
-            segment_run: None,
-            segment_run_long: None,
-            shaped_segments: None,
             shader_int16: false,
-            tile_origins: None,
+            tuning: Tuning::default(),
         }
     }
 }
@@ -223,7 +146,7 @@ impl SortBinding {
     }
 
     /// Whether its tiles hold each key's 16-bit origin in place of its value
-    /// ([`RecorderDesc::tile_origins`]): what [`SortRecorder::bind`] chose for it.
+    /// ([`Tuning::tile_origins`]): what [`SortRecorder::bind`] chose for it.
     pub fn tile_origins(&self) -> bool {
         self.payload == Payload::PairsOrigins
     }
@@ -243,33 +166,17 @@ pub struct SortRecorder {
     // Field order is drop order: pipelines before the layouts they were made with.
     kernels: Vec<Kernels>,
     layouts: Layouts,
+    /// What binding 2 points at in bindings without a GPU-side count: every kernel declares the
+    /// count's binding, and only the counted ones read it.
+    no_count: OwnBuffer,
     device: ash::Device,
     info: DeviceInfo,
     pool: vk::DescriptorPool,
     bindings_left: u32,
-    options: KernelOptions,
-    /// The most workgroups of the tile sort, of a local merge without windows and of a segment
-    /// pass (`Plan::persistent_merges`).
-    merge_groups: u32,
-    /// Plans are `Plan::segmented` (Some(true)), never (Some(false)), or where
-    /// `plan::segments_pay` says (None).
-    segments: Option<bool>,
-    /// The segment passes' carried low runs where the recorder was given one, else
-    /// `plan::segment_runs` picks them per sort.
-    segment_runs: Option<SegmentRuns>,
-    /// Segment passes of one coset per workgroup run a pipeline made for their shape
-    /// (`Kernels::make_shaped`): every shape (Some(true)), none (Some(false)), or those whose
-    /// chain of chunks has a module of its own (None).
-    shaped: Option<bool>,
+    sizing: Sizing,
     /// `bind` makes the shaped pipelines of sorts of the capacity alone, not of every shorter
     /// sort the binding may take (the standalone sorter, which binds for each sort's length).
     shapes_of_capacity_only: bool,
-    /// The device is a CPU implementation, whose loops may stop early (`plan::CPU_LOOP_LIMIT`).
-    cpu: bool,
-    /// u32 pairs take tiles of 16-bit origins: never (Some(false): also where the device has no
-    /// `shaderInt16` enabled), always (Some(true)), or where they give a larger segment tile
-    /// (None; see `RecorderDesc::tile_origins`).
-    origins: Option<bool>,
     cache: vk::PipelineCache,
     id: u64,
 }
@@ -301,38 +208,13 @@ impl SortRecorder {
 
     /// [`SortRecorder::new`] for a device already described (the standalone sorter's).
     pub(crate) fn with_info(device: &ash::Device, info: DeviceInfo, desc: &RecorderDesc) -> Result<SortRecorder> {
-        let options = KernelOptions {
-            max_tile: desc.max_tile,
-            max_fused: desc.max_fused_substages,
-            local_workgroup_size: desc.local_workgroup_size,
-            local_chunk: desc.local_chunk_substages,
-        };
-        // Validate the options before creating anything.
-        geometry_for(&info.limits, Payload::Pairs, KeyWidth::Bits64, options)?;
-        let segment_runs = segment_runs_of(desc.segment_run, desc.segment_run_long)?;
-        // Origins need shaderInt16 offered by the device and enabled by the caller. Asked for, a
-        // tile they cannot take is an error; by default they are then simply not taken.
+        // Origins need shaderInt16 offered by the device and enabled by the caller.
         let int16 = desc.shader_int16 && info.shader_int16;
-        let origins_fit = || geometry_for(&info.limits, Payload::PairsOrigins, KeyWidth::Bits32, options);
-        let origins = match (desc.tile_origins, int16) {
-            (Some(true), false) => {
-                return Err(Error::InvalidOption {
-                    name: "tile_origins",
-                    value: "true".into(),
-                    reason: "needs a device that offers the shaderInt16 feature, created with it enabled \
-                             (RecorderDesc::shader_int16; a Context enables it wherever the device offers it)",
-                })
-            }
-            (Some(true), true) => {
-                origins_fit()?;
-                Some(true)
-            }
-            (None, true) if origins_fit().is_ok() => None,
-            _ => Some(false),
-        };
+        let sizing = Sizing::new(desc.tuning, info.limits, info.device_type == DeviceType::Cpu, int16)?;
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
+        let no_count = OwnBuffer::new(device, &info.memory, 16)?;
         let layouts = Layouts::new(device)?;
         let sizes = [vk::DescriptorPoolSize {
             ty: vk::DescriptorType::STORAGE_BUFFER,
@@ -342,23 +224,16 @@ impl SortRecorder {
         // SAFETY: `device` is live and the info complete.
         let pool =
             unsafe { device.create_descriptor_pool(&info_pool, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
-        // One workgroup per multiprocessor where the device says how many it has.
-        let merge_groups = desc.merge_workgroups.unwrap_or(info.limits.multiprocessors);
         Ok(SortRecorder {
-            merge_groups,
-            segments: desc.segment_merges,
-            segment_runs,
-            shaped: desc.shaped_segments,
+            sizing,
             shapes_of_capacity_only: false,
-            cpu: info.device_type == DeviceType::Cpu,
-            origins,
             kernels: Vec::new(),
             layouts,
+            no_count,
             device: device.clone(),
             info,
             pool,
             bindings_left: desc.max_bindings,
-            options,
             cache: desc.pipeline_cache,
             id: NEXT_RECORDER.fetch_add(1, AtomicOrdering::Relaxed),
         })
@@ -369,7 +244,6 @@ impl SortRecorder {
         &self.info
     }
 
-    /// Checks one region for `capacity` elements of `element_bytes` each.
     fn check_region(&self, what: &'static str, region: &BufferRegion, capacity: u32, element_bytes: u64) -> Result<()> {
         let alignment = self.info.limits.min_storage_buffer_offset_alignment.max(1);
         if region.offset % alignment != 0 {
@@ -437,7 +311,7 @@ impl SortRecorder {
         if capacity == 0 {
             return Err(Error::InvalidOption { name: "capacity", value: "0".into(), reason: "must be at least 1" });
         }
-        crate::sorter::check_size(&self.info.limits, capacity as usize, key_width)?;
+        check_size(&self.info.limits, capacity as usize, key_width)?;
         self.check_region("keys", &keys, capacity, key_bytes)?;
         let mut written = vec![("keys", keys, key_len)];
         if let Some(v) = &values {
@@ -462,12 +336,15 @@ impl SortRecorder {
                 return Err(Error::OverlappingRegions { first: what, second: "count" });
             }
         }
-        let payload = if values.is_some() { self.pairs_payload(key_width, capacity, batched)? } else { Payload::Keys };
-        let build = Build { payload, width: key_width, variant: variant(count.is_some(), batched) };
-        let kernels = self.kernels_for_capacity(build, capacity, batched)?;
-        // Unused bindings point at the keys, so that every descriptor is valid: the kernels of keys
-        // alone do not declare binding 1, those of a host count not binding 2.
-        let infos = [(keys, key_len), (values.unwrap_or(keys), value_len), (count.unwrap_or(keys), 4)]
+        let payload =
+            if values.is_some() { self.sizing.pairs_payload(key_width, capacity, batched)? } else { Payload::Keys };
+        let shape = self.sizing.binding(payload, key_width, capacity, batched)?;
+        let key = KernelKey { shape, width: key_width, batched, counted: count.is_some() };
+        let kernels = self.kernels_for(key, capacity)?;
+        // Unused bindings point at something valid that no kernel reads: values at the keys (the
+        // kernels of keys alone do not declare binding 1), the count at the recorder's own buffer.
+        let no_count = BufferRegion { buffer: self.no_count.buffer, offset: 0, size: 4 };
+        let infos = [(keys, key_len), (values.unwrap_or(keys), value_len), (count.unwrap_or(no_count), 4)]
             .map(|(r, range)| vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range });
         let binding = SortBinding {
             set: vk::DescriptorSet::null(),
@@ -502,58 +379,54 @@ impl SortRecorder {
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
     }
 
-    /// The index in `kernels` of the pipelines for sorts of up to `capacity` elements (in all, of
-    /// up to as many arrays as fit where `batched`), made on first use.
-    fn kernels_for_capacity(&mut self, build: Build, capacity: u32, batched: bool) -> Result<usize> {
-        let options = self.sized_options(build.payload, build.width, capacity, batched)?;
-        let (geometry, _) = geometry_for(&self.info.limits, build.payload, build.width, options)?;
-        let chunk = local_chunk(build.payload, build.width, &geometry, options.local_chunk);
-        let found = self.kernels.iter().position(|k| k.build == build && k.geometry == geometry && k.chunk == chunk);
-        let index = match found {
+    /// The index in `kernels` of the pipelines of `key` for a binding of `capacity`, made on first
+    /// use, with the looping, segment and shaped pipelines its sorts may take.
+    fn kernels_for(&mut self, key: KernelKey, capacity: u32) -> Result<usize> {
+        let index = match self.kernels.iter().position(|k| k.key == key) {
             Some(i) => i,
             None => {
-                let kernels = Kernels::new(&self.device, &self.layouts, &self.info.limits, build, options, self.cache)?;
+                let flags = vk::PipelineCreateFlags::empty();
+                let kernels = Kernels::new(&self.device, &self.layouts, &self.info.limits, key, self.cache, flags)?;
                 self.kernels.push(kernels);
                 self.kernels.len() - 1
             }
         };
         // A tile sort loops only where a sort has more tiles than merge workgroups, a segment pass
-        // where it has more cosets (at most the power of two at or above n over the tile) than
-        // that (see `persistent`), so bindings too small for that never compile the looping builds.
-        let loop_above = |workgroups: u32| self.merge_groups > 0 && workgroups > self.merge_groups;
-        if loop_above(capacity.div_ceil(geometry.tile())) {
-            self.kernels[index].make_persistent(PassKind::TileSort, &self.layouts, self.cache)?;
+        // where it has more cosets (at most the power of two at or above n over the tile), so
+        // bindings too small for that never compile the looping builds.
+        let tile = key.shape.geometry.tile();
+        let groups = self.sizing.merge_groups;
+        let loop_above = |workgroups: u32| groups > 0 && workgroups > groups;
+        if loop_above(capacity.div_ceil(tile)) {
+            self.kernels[index].make_looping(PassKind::TileSort, &self.layouts, self.cache)?;
         }
-        let maybe = self.segments.unwrap_or(self.info.limits.multiprocessors > 0);
-        if maybe && capacity > geometry.tile() {
+        if self.sizing.segments_possible() && capacity > tile {
             self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
-            if plan::segments_loop(build.element_bytes()) && loop_above(capacity.next_power_of_two() / geometry.tile())
-            {
-                self.kernels[index].make_persistent(PassKind::SegmentMerge, &self.layouts, self.cache)?;
+            let segments_loop = self.sizing.loop_tiles(&key.shape, key.width, PassKind::SegmentMerge) > 1;
+            if segments_loop && loop_above(capacity.next_power_of_two() / tile) {
+                self.kernels[index].make_looping(PassKind::SegmentMerge, &self.layouts, self.cache)?;
             }
-            if self.shaped != Some(false) {
-                let shapes = self.segment_shapes(&self.kernels[index], capacity)?;
-                let every = self.shaped == Some(true);
-                self.kernels[index].make_shaped(shapes, every, &self.layouts, self.cache)?;
+            let shaped = self.sizing.tuning.shaped_segments;
+            if shaped != Some(false) {
+                let shapes = self.segment_shapes(&key, capacity)?;
+                self.kernels[index].make_shaped(shapes, shaped == Some(true), &self.layouts, self.cache)?;
             }
         }
         Ok(index)
     }
 
-    /// The shapes (push constants `dir`, `log_block`) of the segment passes of one coset per
-    /// workgroup in the sorts a binding of `capacity` through `kernels` may take: those of n =
-    /// the capacity, and (unless `shapes_of_capacity_only`) of every power of two from two tiles
-    /// below it. A sort of another length whose plan has a shape not among them runs that pass
-    /// on the plain build.
-    fn segment_shapes(&self, kernels: &Kernels, capacity: u32) -> Result<Vec<(u32, u32)>> {
-        let geometry = kernels.geometry;
-        let top = plan::ceil_log2(u64::from(capacity));
-        let lengths = if self.shapes_of_capacity_only { top..top } else { geometry.tile_log2 + 1..top };
+    /// The shapes (push constants `dir`, `shape`) of the segment passes of one coset per
+    /// workgroup in the sorts a binding of `capacity` may take: those of n = the capacity, and
+    /// (unless `shapes_of_capacity_only`) of every power of two from two tiles below it. A sort of
+    /// another length whose plan has a shape not among them runs that pass on the plain build.
+    fn segment_shapes(&self, key: &KernelKey, capacity: u32) -> Result<Vec<(u32, u32)>> {
+        let tile_log2 = key.shape.geometry.tile_log2;
+        let top = ceil_log2(u64::from(capacity));
+        let lengths = if self.shapes_of_capacity_only { top..top } else { tile_log2 + 1..top };
         let mut shapes = Vec::new();
         for n in lengths.map(|level| 1u32 << level).chain([capacity]) {
-            let plan = self.persistent(self.new_plan(n, geometry, kernels.build, 0)?, kernels.local_wg, kernels.build);
-            for pass in &plan.passes {
-                let shape = (pass.push.dir, pass.push.log_block);
+            for pass in &self.plan_for(key, n, 0)?.passes {
+                let shape = (pass.push.dir, pass.push.shape);
                 if pass.kind == PassKind::SegmentMerge && pass.substages == 0 && !shapes.contains(&shape) {
                     shapes.push(shape);
                 }
@@ -568,69 +441,34 @@ impl SortRecorder {
         self.shapes_of_capacity_only = true;
     }
 
-    /// Tiles and local chunks sized for the capacity, as the standalone sorter sizes them for n:
-    /// the tile of [`plan::segment_tile`] where the binding's sorts may take segment passes, else
-    /// the sorter's `tile_for`; the chunk of the sorter's `sized_chunk_for`. A `batched` binding takes `tile_for`: its capacity holds many
-    /// arrays, and a tile sized to spread one array of the capacity over the multiprocessors
-    /// would cut shorter arrays into several tiles where `tile_for`'s holds each in one (one
-    /// pass). Not measured on a GPU: batched bindings keep the tiles they had before segment tiles.
-    fn sized_options(&self, payload: Payload, width: KeyWidth, capacity: u32, batched: bool) -> Result<KernelOptions> {
-        let mut options = self.options;
-        let segment_tile = if batched { None } else { self.segment_tile(payload, width, capacity)? };
-        let by_size = match segment_tile {
-            Some(tile) => tile,
-            None => crate::sorter::tile_for(capacity as usize),
+    /// The passes of a sort of n elements through kernels of `key`: a segment plan where
+    /// [`Sizing::segmented`] says, else the plan of global and local merges; every pass that may
+    /// loop capped at the recorder's merge workgroups ([`Plan::persistent_merges`]).
+    fn plan_for(&self, key: &KernelKey, n: u32, key_flags: u32) -> Result<Plan> {
+        let (shape, width) = (&key.shape, key.width);
+        let geometry = shape.geometry;
+        let plan = if self.sizing.segmented(n, &geometry, shape.payload, width) {
+            let runs = self.sizing.runs(n, &geometry, shape.payload, width);
+            Plan::segmented_with_runs(n, geometry, key_flags, runs)?
+        } else {
+            Plan::new(n, geometry, key_flags)?
         };
-        options.max_tile = Some(options.max_tile.map_or(by_size, |cap| cap.min(by_size)));
-        if options.local_chunk.is_none() {
-            let n = capacity as usize;
-            options.local_chunk = crate::sorter::sized_chunk_for(n, payload, width, segment_tile, options.max_fused);
-        }
-        Ok(options)
+        Ok(plan.persistent_merges(self.sizing.merge_groups, |kind| self.sizing.loop_tiles(shape, width, kind)))
     }
 
-    /// The tile for a binding of this capacity whose sorts may take segment passes (unless the
-    /// recorder was asked for none, on a device that reports its multiprocessors), from the
-    /// largest tile the options and shared memory allow; None where segments are off or no tile
-    /// gives 3 to one per multiprocessor.
-    fn segment_tile(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<Option<u32>> {
-        let multiprocessors = self.info.limits.multiprocessors;
-        if self.segments == Some(false) || multiprocessors == 0 {
-            return Ok(None);
-        }
-        let (largest, _) = geometry_for(&self.info.limits, payload, width, self.options)?;
-        Ok(plan::segment_tile(capacity, largest.tile(), multiprocessors))
+    /// The shape an unbatched binding of pairs (or keys) of this capacity and key width gets,
+    /// without making anything: what [`crate::Sorter`] reports of its sorts.
+    pub(crate) fn binding_shape(&self, pairs: bool, width: KeyWidth, capacity: u32) -> Result<BindingShape> {
+        let payload = if pairs { self.sizing.pairs_payload(width, capacity, false)? } else { Payload::Keys };
+        self.sizing.binding(payload, width, capacity, false)
     }
 
-    /// The payload of a binding of pairs of `width` keys for `capacity` elements: with origins
-    /// (`origins`) where the recorder takes them always, or by default where their larger tile is
-    /// the only one that gives an unbatched binding's sorts a segment tile, for the capacity and
-    /// for the power of two at or above it (the network's length, whose cosets the segment passes
-    /// run); else plain pairs. On an H200 (132 multiprocessors) 600000 and 2^20 pairs, whose
-    /// networks of 2^20 fit 128 cosets of 8192, went from 154.4 to 141 us and from 162.0 to 153.7
-    /// us, while 1081344 (132 tiles of 8192 in a network of 2^21) went from 214 to 234 us.
-    pub(crate) fn pairs_payload(&self, width: KeyWidth, capacity: u32, batched: bool) -> Result<Payload> {
-        if width != KeyWidth::Bits32 {
-            return Ok(Payload::Pairs);
-        }
-        let origins = match self.origins {
-            Some(choice) => choice,
-            None => match capacity.checked_next_power_of_two() {
-                Some(network) if !batched => {
-                    self.segment_tile(Payload::Pairs, width, capacity)?.is_none()
-                        && self.segment_tile(Payload::PairsOrigins, width, capacity)?.is_some()
-                        && self.segment_tile(Payload::PairsOrigins, width, network)?.is_some()
-                }
-                _ => false,
-            },
-        };
-        Ok(if origins { Payload::PairsOrigins } else { Payload::Pairs })
-    }
-
-    /// The geometry and local workgroup size an unbatched binding of this capacity, payload and
-    /// key width gets, without making anything.
-    pub(crate) fn geometry(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<(Geometry, u32)> {
-        geometry_for(&self.info.limits, payload, width, self.sized_options(payload, width, capacity, false)?)
+    /// The plan a sort of n elements through an unbatched binding of this capacity would take.
+    #[cfg(any(feature = "study", feature = "test-hooks"))]
+    pub(crate) fn plan_of(&self, pairs: bool, kind: KeyKind, order: Order, n: u32) -> Result<Plan> {
+        let shape = self.binding_shape(pairs, kind.width(), n)?;
+        let key = KernelKey { shape, width: kind.width(), batched: false, counted: false };
+        self.plan_for(&key, n, key_flags(kind, order))
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
@@ -741,8 +579,8 @@ impl SortRecorder {
     /// stage): query `first + i` of `pool` after pass `i`. With a timestamp of the caller's just
     /// before the sort, the differences are each pass's GPU time, the barrier before it included:
     /// how a renderer profiles its frame's sort pass by pass. The timestamps add commands between
-    /// the passes but no wait beyond the barriers already there; in the particle example on an
-    /// H200 they added about 9 us to a sort of 160 to 180 us. Fails as `record_kind` would, and
+    /// the passes but no wait beyond the barriers already there (a few percent of a frame's sort
+    /// in the particle example: docs/PERFORMANCE.md). Fails as `record_kind` would, and
     /// with [`Error::InvalidOption`] where `first` plus the passes overflows a query index.
     ///
     /// # Safety
@@ -821,48 +659,11 @@ impl SortRecorder {
             return Err(Error::OverCapacity { n: n.saturating_mul(batches), capacity: binding.capacity });
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
-        let kernels = &self.kernels[binding.kernels];
-        let plan = self.new_plan(n, kernels.geometry, kernels.build, key_flags(kind, order))?;
-        Ok(self.persistent(plan, kernels.local_wg, kernels.build))
-    }
-
-    /// The passes of a sort of n elements with this geometry and build:
-    /// [`Plan::segmented_with_runs`] (the recorder's carried runs, else [`plan::segment_runs`]')
-    /// where the recorder was asked for segment passes, or by default where [`plan::segments_pay`]
-    /// says so; else [`Plan::new`].
-    pub(crate) fn new_plan(&self, n: u32, geometry: Geometry, build: Build, key_flags: u32) -> Result<Plan> {
-        let multiprocessors = self.info.limits.multiprocessors;
-        let segments = self.segments.unwrap_or_else(|| {
-            plan::segments_pay(n, &geometry, build.element_bytes(), multiprocessors, self.merge_groups)
-        });
-        if segments {
-            let runs = self.segment_runs.unwrap_or_else(|| {
-                plan::segment_runs(n, &geometry, build.width.bytes(), build.element_bytes(), multiprocessors)
-            });
-            Plan::segmented_with_runs(n, geometry, key_flags, runs)
-        } else {
-            Plan::new(n, geometry, key_flags)
-        }
-    }
-
-    /// Caps a plan's tile sort, local merges and segment passes at this recorder's merge
-    /// workgroups, each looping over no more tiles than the device's loops allow
-    /// ([`plan::max_loop_tiles`]) and segment passes only where [`plan::segments_loop`] says;
-    /// `local_wg`: the invocations per workgroup of the plan's local kernels, `build` their build.
-    pub(crate) fn persistent(&self, plan: Plan, local_wg: u32, build: Build) -> Plan {
-        let (cpu, geometry) = (self.cpu, plan.geometry);
-        let segments_loop = plan::segments_loop(build.element_bytes());
-        plan.persistent_merges(self.merge_groups, |kind| {
-            if kind == PassKind::SegmentMerge && !segments_loop {
-                // One coset per loop: the pass keeps a workgroup per coset.
-                1
-            } else {
-                plan::max_loop_tiles(cpu, &geometry, local_wg, kind)
-            }
-        })
+        self.plan_for(&self.kernels[binding.kernels].key, n, key_flags(kind, order))
     }
 
     /// The layouts every pipeline of this recorder was made with.
+    #[cfg(feature = "study")]
     pub(crate) fn layouts(&self) -> &Layouts {
         &self.layouts
     }
@@ -889,7 +690,7 @@ impl SortRecorder {
             max_groups_per_dispatch: extras.max_groups.unwrap_or(self.info.limits.max_compute_work_group_count_x),
             drop_barrier_before_pass: extras.drop_barrier_before_pass,
         };
-        record::record_passes(&mut encoder, plan, &options);
+        record_passes(&mut encoder, plan, &options);
     }
 
     /// An encoder into `cmd` for the pipelines of `binding`.
@@ -921,7 +722,7 @@ pub(crate) struct Extras<'a> {
     pub barrier: PassBarrier<'a>,
     /// Most workgroups per dispatch, if below the device's limit.
     pub max_groups: Option<u32>,
-    /// Test-only: the pass before which no barrier is recorded.
+    /// Test hook: the pass before which no barrier is recorded.
     pub drop_barrier_before_pass: Option<usize>,
 }
 

@@ -1,76 +1,18 @@
-//! The only place that records commands. The pass sequence is recorded through the [`Encoder`]
-//! trait, so the exact same code drives a Vulkan command buffer and the CPU model that checks it;
-//! the transfers and timestamps around the passes are recorded by the free functions below.
+//! The only place that records Vulkan commands: the [`Encoder`] over a command buffer that
+//! records a plan's passes, the barrier flavours between them, and the transfers and timestamps
+//! around them.
 
 use ash::vk;
 
-use crate::pipelines::Kernels;
-use crate::plan::{Pass, PassKind, Plan};
-use crate::push::PushConstants;
+use crate::abi::PushConstants;
+use crate::network::{Encoder, Pass};
 
-/// What the pass sequence needs from a command sink.
-pub trait Encoder {
-    /// Binds the pipeline a pass runs: its kernel's (for `GlobalMerge`, the one fusing its
-    /// `substages`), or for a segment pass the one made for its shape where there is one.
-    fn bind_pass(&mut self, pass: &Pass);
-    /// Sets the push constants for the following dispatches.
-    fn push_constants(&mut self, push: &PushConstants);
-    /// Dispatches `groups` workgroups along x.
-    fn dispatch(&mut self, groups: u32);
-    /// Makes every compute-shader write recorded so far available and visible to every
-    /// compute-shader read and write recorded after it.
-    fn compute_barrier(&mut self);
-    /// Marks the end of pass `index` (after its last dispatch, before the next barrier).
-    fn pass_done(&mut self, _index: usize) {}
-}
-
-/// How the passes are cut into commands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordOptions {
-    /// Most workgroups in one dispatch (the device's `maxComputeWorkGroupCount[0]`, or lower).
-    pub max_groups_per_dispatch: u32,
-    /// Test-only: leave out the barrier before this pass. Never set it outside a test that is meant
-    /// to fail.
-    pub drop_barrier_before_pass: Option<usize>,
-}
-
-/// Records every pass of `plan`: a barrier between consecutive passes (each reads what the one
-/// before wrote), each pass split into dispatches of at most `max_groups_per_dispatch`
-/// workgroups. The dispatches of one pass touch disjoint elements and need no barrier between them.
-pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOptions) {
-    let mut bound = None;
-    for (index, pass) in plan.passes.iter().enumerate() {
-        if index > 0 && options.drop_barrier_before_pass != Some(index) {
-            enc.compute_barrier();
-        }
-        // Segment passes of different shapes may run different pipelines (Kernels::pass_pipeline).
-        let shape = if pass.kind == PassKind::SegmentMerge { (pass.push.dir, pass.push.log_block) } else { (0, 0) };
-        let key = (pass.kind, pass.substages, shape);
-        if bound != Some(key) {
-            enc.bind_pass(pass);
-            bound = Some(key);
-        }
-        dispatch_pass(enc, pass, options.max_groups_per_dispatch);
-        enc.pass_done(index);
-    }
-}
-
-/// Records the dispatches of one pass (its kernel already bound), split into dispatches of at most
-/// `max_groups` workgroups.
-pub fn dispatch_pass(enc: &mut impl Encoder, pass: &Pass, max_groups: u32) {
-    let max_groups = max_groups.max(1);
-    let mut offset = 0;
-    while offset < pass.workgroups {
-        let groups = (pass.workgroups - offset).min(max_groups);
-        enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
-        enc.dispatch(groups);
-        offset += groups;
-    }
-}
+use super::pipelines::Kernels;
 
 /// How the barrier between two passes is expressed. Every flavour orders the same accesses:
 /// compute-shader writes before later compute-shader reads and writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(not(feature = "study"), allow(dead_code))]
 pub enum BarrierFlavor {
     /// `vkCmdPipelineBarrier` with one global `VkMemoryBarrier` (what sorts use).
     #[default]
@@ -82,6 +24,7 @@ pub enum BarrierFlavor {
     Memory2,
 }
 
+#[cfg(feature = "study")]
 impl BarrierFlavor {
     /// Every flavour.
     pub const ALL: [BarrierFlavor; 3] = [BarrierFlavor::Memory, BarrierFlavor::Buffer, BarrierFlavor::Memory2];
@@ -98,6 +41,7 @@ impl BarrierFlavor {
 
 /// A barrier between passes, with what its flavour needs to be recorded.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "study"), allow(dead_code))]
 pub(crate) enum PassBarrier<'a> {
     /// A global memory barrier.
     Memory,
@@ -221,6 +165,7 @@ pub(crate) fn push_constants(
 }
 
 /// Dispatches `groups` workgroups along x.
+#[cfg(feature = "study")]
 pub(crate) fn dispatch(device: &ash::Device, cmd: vk::CommandBuffer, groups: u32) {
     dispatch_rows(device, cmd, groups, 1);
 }

@@ -4,10 +4,13 @@
 //! rules. The trace then runs on CPU data, or is checked for accesses of one element by two
 //! dispatches with no barrier between them.
 
+use crate::abi::{PassKind, PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
 use crate::keys::{from_image, to_image};
-use crate::plan::{Geometry, Pass, PassKind, Segment};
-use crate::push::{PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
-use crate::record::Encoder;
+use crate::segment::Segment;
+use crate::tuning::Geometry;
+
+use super::commands::Encoder;
+use super::plan::Pass;
 
 /// One recorded command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,9 +311,9 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
             PassKind::SegmentMerge => {
                 // Workgroup `group` holds the elements Segment::element names; one whose lowest
                 // element is virtual returns at once. The looping build (substages 1) then takes
-                // group + inc, group + 2 inc, ... while their lowest element is real.
+                // group + loop_stride, group + 2 loop_stride, ... while their lowest element is real.
                 let segment = Segment::decode(&push);
-                let loops = push.inc > 0 && substages > 0;
+                let loops = push.loop_stride > 0 && substages > 0;
                 let mut coset = group;
                 loop {
                     let index: Vec<u64> =
@@ -329,22 +332,22 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                     if !loops {
                         break;
                     }
-                    coset += push.inc;
+                    coset += push.loop_stride;
                 }
             }
             PassKind::TileSort | PassKind::LocalMerge => {
-                // Workgroup `group` sorts or merges tile `group`; a persistent one then tiles
-                // group + inc, group + 2 inc, ...: a local merge with push.inc > 0, the tile sort's
-                // looping build (substages 1) alone, as in the shaders (the plain tile sort
-                // ignores push.inc).
-                let loops = push.inc > 0 && (kind == PassKind::LocalMerge || substages > 0);
+                // Workgroup `group` sorts or merges tile `group`; a looping one then tiles
+                // group + loop_stride, group + 2 loop_stride, ...: a local merge with loop_stride >
+                // 0, the tile sort's looping build (substages 1) alone, as in the shaders (the
+                // plain tile sort ignores loop_stride).
+                let loops = push.loop_stride > 0 && (kind == PassKind::LocalMerge || substages > 0);
                 let tile = geometry.tile();
                 let mut base = group * tile;
                 while base < n {
                     let limit = n - base;
                     if kind == PassKind::TileSort {
                         let mut block = 2;
-                        while block <= 1 << push.log_block {
+                        while block <= 1 << push.shape {
                             tile_substage(&mut comparators, base, tile, limit, block / 2, true);
                             half_cleaners(&mut comparators, base, tile, limit, block / 4);
                             block *= 2;
@@ -356,7 +359,7 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
                     if !loops {
                         break;
                     }
-                    base += push.inc * tile;
+                    base += push.loop_stride * tile;
                 }
             }
         }
@@ -368,8 +371,9 @@ fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: 
 mod tests {
     use super::*;
     use crate::keys::{key_flags, KeyKind, Order};
-    use crate::plan::{Plan, SegmentRuns, FUSED6_MIN_TILES, MAX_FUSED, WINDOW2_MIN_TILES, WINDOW_MIN_TILES};
-    use crate::record::{record_passes, RecordOptions};
+    use crate::network::{record_passes, Plan, RecordOptions};
+    use crate::segment::SegmentRuns;
+    use crate::tuning::{FUSED6_MIN_TILES, MAX_FUSED, WINDOW4_MIN_TILES, WINDOW_MIN_TILES};
     use rand::{Rng, SeedableRng};
 
     const ALL_GROUPS: RecordOptions =
@@ -552,18 +556,18 @@ mod tests {
                         let tiles = n.div_ceil(tile);
                         let what =
                             format!("{geometry:?} groups={groups} loops<={merge_loop}/{sort_loop} {options:?} n={n}");
-                        let looping = |p: &&crate::plan::Pass| {
+                        let looping = |p: &&Pass| {
                             p.kind == PassKind::TileSort || (p.kind == PassKind::LocalMerge && p.substages == 0)
                         };
                         for pass in plan.passes.iter().filter(looping) {
                             let max_loop = bound(pass.kind);
                             let wanted = groups.max(tiles.div_ceil(max_loop)).min(tiles);
                             assert_eq!(pass.workgroups, wanted, "{what} {:?}", pass.kind);
-                            assert_eq!(pass.push.inc, if tiles > wanted { wanted } else { 0 }, "{what}");
+                            assert_eq!(pass.push.loop_stride, if tiles > wanted { wanted } else { 0 }, "{what}");
                             assert!(tiles.div_ceil(pass.workgroups) <= max_loop, "{what}");
                             if pass.kind == PassKind::TileSort {
                                 // The looping build where it loops, the plain one elsewhere.
-                                assert_eq!(pass.substages, u32::from(pass.push.inc > 0), "{what}");
+                                assert_eq!(pass.substages, u32::from(pass.push.loop_stride > 0), "{what}");
                             }
                         }
                         let mut recording = Recording::default();
@@ -600,10 +604,10 @@ mod tests {
 
     #[test]
     fn sorts_with_windows_of_four_tiles() {
-        // From WINDOW2_MIN_TILES tiles up, local merges take windows of four tiles where two
+        // From WINDOW4_MIN_TILES tiles up, local merges take windows of four tiles where two
         // would save no pass; partial windows and split dispatches included.
-        sorts_with_windows(0x4a1d, 2, WINDOW2_MIN_TILES, 1..=2, 2..=MAX_FUSED, |tile| {
-            let min = WINDOW2_MIN_TILES * tile;
+        sorts_with_windows(0x4a1d, 2, WINDOW4_MIN_TILES, 1..=2, 2..=MAX_FUSED, |tile| {
+            let min = WINDOW4_MIN_TILES * tile;
             vec![min - 1, min, min + 1, min + 2 * tile + 1, min + 3 * tile - 1, 2 * min + tile / 2 + 1]
         });
     }
@@ -790,8 +794,8 @@ mod tests {
                             let cosets = before.workgroups;
                             let wanted = groups.max(cosets.div_ceil(max_loop)).min(cosets);
                             assert_eq!(pass.workgroups, wanted, "{what}");
-                            assert_eq!(pass.push.inc, if cosets > wanted { wanted } else { 0 }, "{what}");
-                            assert_eq!(pass.substages, u32::from(pass.push.inc > 0), "{what}");
+                            assert_eq!(pass.push.loop_stride, if cosets > wanted { wanted } else { 0 }, "{what}");
+                            assert_eq!(pass.substages, u32::from(pass.push.loop_stride > 0), "{what}");
                             assert_eq!(Segment::decode(&pass.push), Segment::decode(&before.push), "{what}");
                         }
                         let (plan, trace) = trace_of(plan, options);

@@ -1,0 +1,142 @@
+//! The embedded SPIR-V: every module of the variant table (`src/abi/table.rs`), compiled by
+//! `build.rs` and found here by its key.
+
+use std::sync::OnceLock;
+
+use crate::abi::{module_payload, Form, KeyWidth, ModuleKey, PassKind, Payload};
+use crate::error::{Error, Result};
+
+use super::inflate::inflate;
+
+/// One embedded module: its SPIR-V deflated, and the words once decoded (once per process).
+pub(crate) struct Embedded {
+    name: &'static str,
+    len: usize,
+    deflated: &'static [u8],
+    words: OnceLock<Box<[u32]>>,
+}
+
+impl Embedded {
+    const fn new(name: &'static str, len: usize, deflated: &'static [u8]) -> Embedded {
+        Embedded { name, len, deflated, words: OnceLock::new() }
+    }
+
+    /// The SPIR-V words, decoded on first use.
+    pub fn words(&'static self) -> Result<&'static [u32]> {
+        if let Some(words) = self.words.get() {
+            return Ok(words);
+        }
+        let bytes = inflate(self.deflated, self.len)
+            .map_err(|e| Error::Build { what: format!("a damaged kernel module, {} ({e})", self.name) })?;
+        let words: Box<[u32]> = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        Ok(self.words.get_or_init(|| words))
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/modules.rs"));
+
+/// The module of a kernel for a payload, key width and form (not a chain: [`chain_module`]), or
+/// None where the table has none.
+pub(crate) fn module(kind: PassKind, payload: Payload, width: KeyWidth, form: Form) -> Option<&'static Embedded> {
+    let key = ModuleKey { kind, width, payload: module_payload(kind, payload), form };
+    MODULES.iter().find(|(k, _)| *k == key).map(|(_, m)| m)
+}
+
+/// The chain module of segment_merge for a chain of chunk codes, or None where it has none.
+pub(crate) fn chain_module(payload: Payload, width: KeyWidth, chain: &[u32]) -> Option<&'static Embedded> {
+    MODULES
+        .iter()
+        .find(|(k, _)| {
+            k.kind == PassKind::SegmentMerge
+                && k.payload == payload
+                && k.width == width
+                && matches!(k.form, Form::Chain(codes) if codes == chain)
+        })
+        .map(|(_, m)| m)
+}
+
+/// The bandwidth probe (a vec4 copy).
+#[cfg_attr(not(feature = "study"), allow(dead_code))]
+pub(crate) fn copy_probe() -> Result<&'static [u32]> {
+    COPY.words()
+}
+
+/// The empty dispatch probe.
+#[cfg_attr(not(feature = "study"), allow(dead_code))]
+pub(crate) fn empty_probe() -> Result<&'static [u32]> {
+    EMPTY.words()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{extra_forms, BUILDS};
+
+    #[test]
+    fn every_module_of_the_table_is_embedded_as_spirv() {
+        const MAGIC: u32 = 0x0723_0203;
+        for (key, module) in MODULES.iter() {
+            assert_eq!(module.words().expect("decodes").first(), Some(&MAGIC), "{key:?}");
+        }
+        for kind in PassKind::ALL {
+            for (payload, width) in BUILDS {
+                assert!(module(kind, payload, width, Form::Plain).is_some(), "{kind:?} {payload:?} {width:?}");
+                for form in extra_forms(kind, module_payload(kind, payload), width) {
+                    assert!(module(kind, payload, width, form).is_some(), "{kind:?} {payload:?} {width:?} {form:?}");
+                }
+            }
+        }
+        assert_eq!(copy_probe().expect("decodes").first(), Some(&MAGIC));
+        assert_eq!(empty_probe().expect("decodes").first(), Some(&MAGIC));
+    }
+
+    #[test]
+    fn keys_take_two_slots_in_small_tiles_of_their_own_module() {
+        let four = module(PassKind::TileSort, Payload::Keys, KeyWidth::Bits32, Form::Small);
+        let two = module(PassKind::TileSort, Payload::Keys, KeyWidth::Bits32, Form::SmallTwoSlots);
+        let words = |m: Option<&'static Embedded>| m.map(|m| m.words().expect("decodes"));
+        assert!(four.is_some() && two.is_some() && words(four) != words(two));
+        assert!(module(PassKind::TileSort, Payload::Pairs, KeyWidth::Bits32, Form::SmallTwoSlots).is_none());
+        assert!(module(PassKind::TileSort, Payload::Keys, KeyWidth::Bits64, Form::Small).is_none());
+    }
+
+    #[test]
+    fn chain_modules_cover_the_segment_passes_of_tiles_of_2048() {
+        use crate::network::Plan;
+        use crate::tuning::{default_fused, local_chunk, Geometry, Tuning};
+        // The sorts that take segment tiles of 2048 (13 to 19 levels), on the chunks their
+        // bindings take: the sizing rule's, and a binding of a larger capacity's shorter sorts.
+        // Every chain of 4-byte keys alone has a module on chunks of 3 and 4; pairs' chains on
+        // chunks of 3 have one up to 15 levels; pairs on chunks of 4 run the plain build.
+        let mut checked = 0;
+        for levels in 13..=19u32 {
+            let n = (1u32 << (levels - 1)) + 1;
+            for (payload, asked) in [
+                (Payload::Keys, None),
+                (Payload::Keys, Some(3)),
+                (Payload::Keys, Some(4)),
+                (Payload::Pairs, None),
+                (Payload::Pairs, Some(4)),
+            ] {
+                let geometry =
+                    Geometry { tile_log2: 11, global_wg: 256, fused: default_fused(payload, KeyWidth::Bits32) };
+                let tuning = Tuning { local_chunk_substages: asked, ..Tuning::default() };
+                let chunk = local_chunk(payload, KeyWidth::Bits32, &geometry, n, Some(2048), &tuning);
+                let plan = Plan::segmented(n, geometry, 0).expect("a plan");
+                let passes: Vec<_> = plan.passes.iter().filter(|p| p.kind == PassKind::SegmentMerge).collect();
+                assert!(passes.len() >= 2, "levels {levels}: {} segment passes", passes.len());
+                for pass in passes {
+                    let chain = crate::gpu::pipelines::shape_chain(chunk, pass.push.dir, pass.push.shape);
+                    let wanted = payload == Payload::Keys || (chunk == 3 && levels <= 15);
+                    assert_eq!(
+                        chain_module(payload, KeyWidth::Bits32, &chain).is_some(),
+                        wanted,
+                        "{payload:?}, {levels} levels, chunk {chunk}: chain {chain:?} (CHAIN_BUILDS)"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 130, "{checked} segment passes checked");
+    }
+}

@@ -1,0 +1,67 @@
+//! The command sequence of a plan, in pure Rust: binds, push constants, dispatches and barriers,
+//! recorded through an [`Encoder`], so the same code drives a Vulkan command buffer
+//! (`gpu::record`) and the CPU model that checks it ([`super::model`]).
+
+use crate::abi::{PassKind, PushConstants};
+
+use super::plan::{Pass, Plan};
+
+/// What the pass sequence needs from a command sink.
+pub trait Encoder {
+    /// Binds the pipeline a pass runs: its kernel's (for `GlobalMerge`, the one fusing its
+    /// `substages`), or for a segment pass the one made for its shape where there is one.
+    fn bind_pass(&mut self, pass: &Pass);
+    /// Sets the push constants for the following dispatches.
+    fn push_constants(&mut self, push: &PushConstants);
+    /// Dispatches `groups` workgroups along x.
+    fn dispatch(&mut self, groups: u32);
+    /// Makes every compute-shader write recorded so far available and visible to every
+    /// compute-shader read and write recorded after it.
+    fn compute_barrier(&mut self);
+    /// Marks the end of pass `index` (after its last dispatch, before the next barrier).
+    fn pass_done(&mut self, _index: usize) {}
+}
+
+/// How the passes are cut into commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// Most workgroups in one dispatch (the device's `maxComputeWorkGroupCount[0]`, or lower).
+    pub max_groups_per_dispatch: u32,
+    /// Test hook: leave out the barrier before this pass, to prove that the tests catch a missing
+    /// barrier.
+    pub drop_barrier_before_pass: Option<usize>,
+}
+
+/// Records every pass of `plan`: a barrier between consecutive passes (each reads what the one
+/// before wrote), each pass split into dispatches of at most `max_groups_per_dispatch`
+/// workgroups. The dispatches of one pass touch disjoint elements and need no barrier between them.
+pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOptions) {
+    let mut bound = None;
+    for (index, pass) in plan.passes.iter().enumerate() {
+        if index > 0 && options.drop_barrier_before_pass != Some(index) {
+            enc.compute_barrier();
+        }
+        // Segment passes of different shapes may run different pipelines.
+        let shape = if pass.kind == PassKind::SegmentMerge { (pass.push.dir, pass.push.shape) } else { (0, 0) };
+        let key = (pass.kind, pass.substages, shape);
+        if bound != Some(key) {
+            enc.bind_pass(pass);
+            bound = Some(key);
+        }
+        dispatch_pass(enc, pass, options.max_groups_per_dispatch);
+        enc.pass_done(index);
+    }
+}
+
+/// Records the dispatches of one pass (its kernel already bound), split into dispatches of at most
+/// `max_groups` workgroups.
+pub fn dispatch_pass(enc: &mut impl Encoder, pass: &Pass, max_groups: u32) {
+    let max_groups = max_groups.max(1);
+    let mut offset = 0;
+    while offset < pass.workgroups {
+        let groups = (pass.workgroups - offset).min(max_groups);
+        enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
+        enc.dispatch(groups);
+        offset += groups;
+    }
+}

@@ -1,0 +1,10 @@
+//! The flip network in pure Rust: the plan of a sort's passes, the command sequence recorded for
+//! it, and the CPU model that replays that sequence element by element and checks every barrier.
+
+pub mod commands;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod model;
+pub mod plan;
+
+pub use commands::{record_passes, Encoder, RecordOptions};
+pub use plan::{pass_count, Pass, Plan};
