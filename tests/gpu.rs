@@ -714,7 +714,8 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
             features: windows,
         },
         Row {
-            knobs: (None, Some(2), Some(2), None, Some(1)),
+            // Three looping workgroups, more than a dispatch takes: every device splits them.
+            knobs: (None, Some(2), Some(2), None, Some(3)),
             sizes: &[10_007, 40_033],
             full: &[2, 65, 1000, 40_000],
             keys32: &[],
