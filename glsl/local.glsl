@@ -134,7 +134,7 @@ void load_tile(uint base) {
     barrier();
 }
 
-// Loads ahead, for the persistent local kernels (the tile sort and the local merge with
+// Loads ahead, for the looping local kernels (the tile sort and the local merge with
 // pc.loop_stride > 0), whose element buffers are volatile (local_merge.comp says why).
 
 // The next tile, TILE / WG_SIZE elements per invocation (at most LOAD_SLOTS: see AHEAD_FITS).

@@ -10,7 +10,7 @@
 // first the stage's flip when pc.dir is 1; window_substage in local.glsl), then the strides
 // TILE/2 .. 1 on each tile in turn, the lowest first.
 //
-// With WINDOW = 0 the workgroups may be fewer than the tiles (Plan::persistent_merges):
+// With WINDOW = 0 the workgroups may be fewer than the tiles (Plan::looping_passes):
 // pc.loop_stride is then the workgroups of the pass, and workgroup w merges tiles w,
 // w + pc.loop_stride, ... (pc.loop_stride = 0: tile w alone). Each loads its next tile into
 // registers before it merges this one, so that the loads are in flight while the chunks run.

@@ -10,8 +10,8 @@
 // Push constants used: n, dir (the flip), shape (low, high and the high run's element bit q),
 // group_offset, flags (FLAG_FROM_IMAGE_ON_STORE on a sort's last pass); looping: loop_stride.
 //
-// The looping form (PERSISTENT, Form::Looping; only for a segment pass with fewer workgroups than
-// cosets, Plan::persistent_merges): workgroup w takes cosets w, w + pc.loop_stride, ..., loading
+// The looping form (LOOPING, Form::Looping; only for a segment pass with fewer workgroups than
+// cosets, Plan::looping_passes): workgroup w takes cosets w, w + pc.loop_stride, ..., loading
 // its next coset into registers before it runs this one, on volatile buffers as in
 // local_merge.comp. The plain form keeps one coset per workgroup on plain buffers.
 //
@@ -24,7 +24,7 @@
 // chain_chunk: CHAIN_BUILDS in src/abi/table.rs), each slot compiled with its one chunk so that
 // spirv-opt takes it; the shaped module without it carries every kind and size in every slot and
 // goes unoptimised.
-#ifdef PERSISTENT
+#ifdef LOOPING
 #define ELEMENT_QUALIFIER volatile
 #endif
 #include "local.glsl"
@@ -104,7 +104,7 @@ uint slot_element(uint r) {
 // arithmetic, not the memory, held the looping passes back. The looping form of u32 pairs hoists
 // element_of(lid, 0) alone and u64 pairs neither: both hoists cost them registers and time
 // (docs/LEVERS.md).
-#if !(defined(PAIRS) && (defined(PERSISTENT) || defined(KEY64)))
+#if !(defined(PAIRS) && (defined(LOOPING) || defined(KEY64)))
 #define HOIST_SLOTS
 #endif
 #if !(defined(PAIRS) && defined(KEY64))
@@ -149,7 +149,7 @@ uint coset_lid_element(uint group) {
 //
 // Only the looping form of 4-byte keys takes it (SKIP_BOUNDS; the others always test): in every
 // form it made pairs and 8-byte keys slower (docs/LEVERS.md).
-#if defined(PERSISTENT) && !defined(PAIRS) && !defined(KEY64)
+#if defined(LOOPING) && !defined(PAIRS) && !defined(KEY64)
 #define SKIP_BOUNDS
 #endif
 bool all_real() {
@@ -488,7 +488,7 @@ void run_segment() {
 }
 #endif
 
-#ifndef PERSISTENT
+#ifndef LOOPING
 void main() {
     uint group = gl_WorkGroupID.x + pc.group_offset;
     // Workgroups whose lowest element is virtual hold no real one (Segment::workgroups): with a

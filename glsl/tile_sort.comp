@@ -6,8 +6,8 @@
 // loads make whole groups: load_sorted), all ascending by order image.
 // Push constants used: n, shape (0..=log2 TILE), group_offset, flags; looping: loop_stride.
 //
-// The looping form (PERSISTENT, Form::Looping; only for a tile sort with fewer workgroups than
-// tiles, Plan::persistent_merges): workgroup w sorts tiles w, w + pc.loop_stride, ..., loading its
+// The looping form (LOOPING, Form::Looping; only for a tile sort with fewer workgroups than
+// tiles, Plan::looping_passes): workgroup w sorts tiles w, w + pc.loop_stride, ..., loading its
 // next tile into registers before it sorts this one, as the looping local merges do (its element
 // buffers are volatile for the same reason: local_merge.comp). It is a module of its own because
 // the plain form's one tile per workgroup runs faster on plain buffers (docs/LEVERS.md).
@@ -22,7 +22,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
-#ifdef PERSISTENT
+#ifdef LOOPING
 #define ELEMENT_QUALIFIER volatile
 #endif
 #include "local.glsl"
@@ -267,7 +267,7 @@ void main() {
     }
     small_sort(base);
 }
-#elif !defined(PERSISTENT)
+#elif !defined(LOOPING)
 void main() {
     uint base = tile_base();
     if (!tile_live(base)) {

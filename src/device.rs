@@ -81,7 +81,7 @@ pub struct DeviceLimits {
     /// minStorageBufferOffsetAlignment: where a bound buffer region may start.
     pub min_storage_buffer_offset_alignment: u64,
     /// Streaming multiprocessors, where the device reports them (`VK_NV_shader_sm_builtins`'
-    /// shaderSMCount); 0 where it does not. Sizes the persistent local merges.
+    /// shaderSMCount); 0 where it does not. Sizes the looping local merges.
     pub multiprocessors: u32,
 }
 

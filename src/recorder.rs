@@ -443,7 +443,7 @@ impl SortRecorder {
 
     /// The passes of a sort of n elements through kernels of `key`: a segment plan where
     /// [`Sizing::segmented`] says, else the plan of global and local merges; every pass that may
-    /// loop capped at the recorder's merge workgroups ([`Plan::persistent_merges`]).
+    /// loop capped at the recorder's merge workgroups ([`Plan::looping_passes`]).
     fn plan_for(&self, key: &KernelKey, n: u32, key_flags: u32) -> Result<Plan> {
         let (shape, width) = (&key.shape, key.width);
         let geometry = shape.geometry;
@@ -453,7 +453,7 @@ impl SortRecorder {
         } else {
             Plan::new(n, geometry, key_flags)?
         };
-        Ok(plan.persistent_merges(self.sizing.merge_groups, |kind| self.sizing.loop_tiles(shape, width, kind)))
+        Ok(plan.looping_passes(self.sizing.merge_groups, |kind| self.sizing.loop_tiles(shape, width, kind)))
     }
 
     /// The shape an unbatched binding of pairs (or keys) of this capacity and key width gets,

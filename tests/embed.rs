@@ -308,7 +308,7 @@ fn the_embedded_builds_take_windows_of_four_tiles() {
 /// tiles: a GPU-side count (sort 3), batches (sort 5) and 8-byte keys (sort 6) through the
 /// looping builds of both kernels.
 #[test]
-fn the_embedded_builds_take_persistent_tile_sorts_and_local_merges() {
+fn the_embedded_builds_take_looping_tile_sorts_and_local_merges() {
     records_sorts(&recorder_desc(|d| {
         d.tuning.max_tile = Some(8);
         d.tuning.merge_workgroups = Some(3);
@@ -343,7 +343,7 @@ fn the_embedded_builds_take_shaped_segment_passes() {
 /// looping over cosets: the looping builds of segment_merge, batched, with a GPU-side count and
 /// for 8-byte keys too.
 #[test]
-fn the_embedded_builds_take_persistent_segment_passes() {
+fn the_embedded_builds_take_looping_segment_passes() {
     records_sorts(&recorder_desc(|d| {
         d.tuning.max_tile = Some(8);
         d.tuning.merge_workgroups = Some(3);

@@ -813,7 +813,7 @@ fn split_dispatches_small_tiles_and_every_fusion_sort_correctly() {
 fn segment_passes_sort_every_key_type_order_and_payload() {
     // Every pass after the tile sort a segment pass (Plan::segmented): the default tiles, small
     // tiles with split dispatches, chunks of 3 substages (cross chunks with a tail of two), of 2
-    // and of 1 (no cross chunk), and a persistent tile sort before the segments. Sizes with a
+    // and of 1 (no cross chunk), and a looping tile sort before the segments. Sizes with a
     // partial last tile put virtual elements among a segment's real ones; in those of a power of
     // two the looping build of 4-byte keys skips its bounds test (all_real). Where the merge
     // workgroups are capped below the cosets (the second and third rows, with the default tiles,
@@ -910,7 +910,7 @@ fn tiles_of_origins_keep_pairs_together_in_every_plan() {
     // always; on the H100 and H200 by default only where that larger tile gives segment passes of
     // one coset per workgroup): every kernel that fills or empties a tile, each putting the values
     // in place through shared memory. By default on lavapipe (no multiprocessor count): the tile
-    // sort, local merges and global merges; persistent tile sorts and local merges (merge
+    // sort, local merges and global merges; looping tile sorts and local merges (merge
     // workgroups capped); small tiles with split dispatches; local merges with windows of two and
     // four tiles (tiles of 16, more than 256 of them); a tile sort whose loads make whole groups
     // of 16 (16 elements per invocation: load_sorted); segment passes, plain, looping over cosets
@@ -1069,7 +1069,7 @@ fn shaped_segment_passes_sort_every_key_type_order_and_payload() {
 }
 
 #[test]
-fn persistent_tile_sorts_and_merges_never_outrun_a_cpu_drivers_loop_limit() {
+fn looping_tile_sorts_and_merges_never_outrun_a_cpu_drivers_loop_limit() {
     // One workgroup for 4096 tiles of 256: a workgroup of the tile sort or of a local merge
     // looping over all of them ran its inner loops past the 65535 iterations after which lavapipe
     // ends a loop, and left the later tiles unsorted (plan::CPU_LOOP_LIMIT). On a CPU device the

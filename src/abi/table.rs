@@ -169,7 +169,7 @@ pub enum Form {
     /// One tile or coset per workgroup.
     Plain,
     /// Each workgroup loops over tiles or cosets, loading the next ahead; its element buffers are
-    /// `volatile`, which a specialization constant cannot change (`PERSISTENT`).
+    /// `volatile`, which a specialization constant cannot change (`LOOPING`).
     Looping,
     /// The tile sort's tile in registers and subgroup shuffles (`SMALL`), four elements per
     /// invocation for keys, two for pairs; needs the subgroup shuffle capability.
@@ -275,7 +275,7 @@ pub fn macros(key: &ModuleKey) -> Vec<(&'static str, String)> {
     }
     match key.form {
         Form::Plain => {}
-        Form::Looping => m.push(on("PERSISTENT")),
+        Form::Looping => m.push(on("LOOPING")),
         Form::Small => m.push(on("SMALL")),
         Form::SmallTwoSlots => m.push(on("SMALL_TWO_SLOTS")),
         Form::Shaped => m.push(on("SHAPED")),

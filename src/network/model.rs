@@ -532,7 +532,7 @@ mod tests {
     }
 
     #[test]
-    fn sorts_with_persistent_local_merges() {
+    fn sorts_with_looping_local_merges() {
         // The tile sort and the local merges capped at 1 to 5 workgroups, each looping over tiles
         // (any number of them, or at most 1 to 3, as on a device whose loops stop early, the
         // bound per kind of pass): every length up to several tiles (a partial last tile
@@ -552,7 +552,7 @@ mod tests {
                         let flags = key_flags(KeyKind::U32, Order::Ascending);
                         let bound = |kind| if kind == PassKind::TileSort { sort_loop } else { merge_loop };
                         let plan =
-                            Plan::new(n, geometry, flags).expect("a valid geometry").persistent_merges(groups, bound);
+                            Plan::new(n, geometry, flags).expect("a valid geometry").looping_passes(groups, bound);
                         let tiles = n.div_ceil(tile);
                         let what =
                             format!("{geometry:?} groups={groups} loops<={merge_loop}/{sort_loop} {options:?} n={n}");
@@ -772,7 +772,7 @@ mod tests {
     }
 
     #[test]
-    fn persistent_segment_passes_sort_and_loop_over_every_coset_once() {
+    fn looping_segment_passes_sort_and_loop_over_every_coset_once() {
         // Segment passes capped at 1 to 3 workgroups, each looping over cosets (any number, or at
         // most 2 as on a device whose loops stop early), with the tile sort looping beside them:
         // every length up to 12 tiles and a few larger, split dispatches of 2 workgroups too;
@@ -789,7 +789,7 @@ mod tests {
                         let flags = key_flags(KeyKind::U32, Order::Descending);
                         let what = format!("t={tile_log2} groups={groups} loops<={max_loop} {options:?} n={n}");
                         let plain = Plan::segmented(n, geometry, flags).expect("valid");
-                        let plan = plain.clone().persistent_merges(groups, |_| max_loop);
+                        let plan = plain.clone().looping_passes(groups, |_| max_loop);
                         for (pass, before) in plan.passes.iter().zip(&plain.passes).skip(1) {
                             let cosets = before.workgroups;
                             let wanted = groups.max(cosets.div_ceil(max_loop)).min(cosets);

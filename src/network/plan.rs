@@ -46,7 +46,7 @@ pub struct Pass {
     /// or 2) and runs the w substages of strides `push.inc` (the tile << (w-1)) down to the tile
     /// itself, else 0. `TileSort` and `SegmentMerge`: 1 where its workgroups loop over tiles or
     /// cosets (`push.loop_stride` > 0, the looping build of the kernel:
-    /// [`Plan::persistent_merges`]), else 0 (a segment's shape is in the push constants:
+    /// [`Plan::looping_passes`]), else 0 (a segment's shape is in the push constants:
     /// [`Segment::decode`]).
     pub substages: u32,
     /// log2 of the block size of the stage this pass belongs to.
@@ -174,7 +174,7 @@ impl Plan {
     /// `max_loop_tiles(kind)` bounds the tiles one workgroup of a pass of that kind loops over:
     /// where `groups` workgroups would each take more, the pass takes as many more workgroups as
     /// that needs ([`crate::tuning::max_loop_tiles`]; `u32::MAX` for no bound).
-    pub fn persistent_merges(mut self, groups: u32, max_loop_tiles: impl Fn(PassKind) -> u32) -> Plan {
+    pub fn looping_passes(mut self, groups: u32, max_loop_tiles: impl Fn(PassKind) -> u32) -> Plan {
         if groups == 0 {
             return self;
         }
@@ -344,7 +344,7 @@ mod tests {
         // A plan capped at one workgroup takes as many as those bounds need: 2^20 keys are 128
         // tiles, so the tile sort takes 7 workgroups and each plain local merge 2.
         let bound = |kind| max_loop_tiles(true, &geometry, 512, kind);
-        let plan = Plan::new(1 << 20, geometry, 0).expect("a valid geometry").persistent_merges(1, bound);
+        let plan = Plan::new(1 << 20, geometry, 0).expect("a valid geometry").looping_passes(1, bound);
         let sort = plan.passes.iter().find(|p| p.kind == TileSort).expect("a tile sort");
         assert_eq!((sort.workgroups, sort.push.loop_stride), (7, 7));
         let merges: Vec<_> = plan.passes.iter().filter(|p| p.kind == LocalMerge && p.substages == 0).collect();
