@@ -53,6 +53,12 @@ uint sort_count() {
 }
 #define N sort_count()
 
+// Whether this pass stores keys rather than order images: the sort's last pass, or, with a
+// GPU-side count, the last pass that count needs (the later ones dispatch no workgroups).
+bool stores_keys() {
+    return stores_keys(pc.flags, COUNTED ? 1u : 0u, N) != 0u;
+}
+
 // With BATCHED, workgroup row y sorts its own array of pc.n elements starting at element y * pc.n
 // (with COUNTED, the first min(count, pc.n) of them). Without it the driver folds the offset away.
 uint batch_base() {

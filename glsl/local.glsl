@@ -51,8 +51,9 @@ uint tile_base() {
 }
 
 // Whether this workgroup's tile holds any real element. With a host count every dispatched tile
-// does; with a GPU-side count the tiles past it return at once (the whole workgroup alike, so no
-// barrier is skipped by part of it).
+// does; with a GPU-side count the indirect dispatch holds only workgroups whose first tile does,
+// and a looping workgroup's later tiles past the count return at once (the whole workgroup
+// alike, so no barrier is skipped by part of it).
 bool tile_live(uint base) {
     return !COUNTED || base < N;
 }
@@ -415,7 +416,7 @@ void gather_held() {
 
 // With ORIGINS: the keys and the values, put in place by gather_held.
 void store_tile(uint base) {
-    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    bool map = stores_keys();
     uint live = min(N - base, TILE);
     uint first = batch_base() + base;
     gather_held();
@@ -429,7 +430,7 @@ void store_tile(uint base) {
 }
 #else
 void store_tile(uint base) {
-    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    bool map = stores_keys();
     uint live = min(N - base, TILE);
     uint first = batch_base() + base;
     uint lid = gl_LocalInvocationID.x;

@@ -219,7 +219,7 @@ void load_segment(uint lid_element) {
 // sort's last pass, their values put in place by gather_held; `checked` (a literal) as in
 // load_segment_elements.
 void store_segment_elements(uint lid_element, bool checked) {
-    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    bool map = stores_keys();
     uint first = batch_base();
     gather_held();
     [[unroll]] for (uint r = 0u; r < LOAD_SLOTS; r++) {
@@ -237,7 +237,7 @@ void store_segment_elements(uint lid_element, bool checked) {
 // A group's real elements back (`lid_element`: see above), mapped from order images on the
 // sort's last pass; `checked` (a literal) as in load_segment_elements.
 void store_segment_elements(uint lid_element, bool checked) {
-    bool map = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    bool map = stores_keys();
     uint first = batch_base();
     uint lid = gl_LocalInvocationID.x;
     uint batch = tile_batch();
@@ -491,8 +491,8 @@ void run_segment() {
 #ifndef LOOPING
 void main() {
     uint group = gl_WorkGroupID.x + pc.group_offset;
-    // Workgroups whose lowest element is virtual hold no real one (Segment::workgroups): with a
-    // GPU-side count they return at once, the whole workgroup alike.
+    // Workgroups whose lowest element is virtual hold no real one (Segment::workgroups); the
+    // indirect dispatch of a GPU-side count runs none of them, and this guard keeps it so.
     if (element_of(0u, group) >= N) {
         return;
     }

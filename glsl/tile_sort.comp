@@ -204,7 +204,7 @@ const uint SMALL_MAX_LOG = 11u;
 // turn (one barrier per shared-memory substage instead of two) gave nothing.
 void small_sort(uint base) {
     bool map_in = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
-    bool map_out = (pc.flags & FLAG_FROM_IMAGE_ON_STORE) != 0u;
+    bool map_out = stores_keys();
     // Shuffles need whole subgroups, so that the invocations of subgroup q hold elements
     // q * gl_SubgroupSize * SMALL_SLOTS onwards. Where the device made partial ones, every
     // substage beyond the registers goes through shared memory instead.

@@ -26,9 +26,16 @@
 //!   places a barrier from there to its consumer (`VERTEX_SHADER`/`SHADER_READ` to draw,
 //!   `TRANSFER`/`TRANSFER_READ` to copy out, `DRAW_INDIRECT` ...).
 //! - **State**: `record` binds compute pipelines, descriptor set 0 of the compute bind point, and
-//!   sets push constants (bytes 0..28, compute stage); the caller rebinds its own compute state
-//!   afterwards. Graphics state is untouched. Between passes it records
-//!   `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory barriers.
+//!   sets push constants (bytes 0..112 with a GPU-side count, else 0..28; compute stage); the
+//!   caller rebinds its own compute state afterwards. Graphics state is untouched. Between passes
+//!   it records `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory
+//!   barriers.
+//! - **GPU-side count**: the sort's first dispatch (`dispatch_args`) reads the count and writes
+//!   the indirect arguments of every dispatch of the passes into a buffer the recorder made at
+//!   `bind`, behind a barrier from the earlier sorts' indirect reads and writes of it; the passes
+//!   then dispatch indirectly, behind a `COMPUTE_SHADER/SHADER_WRITE ->
+//!   DRAW_INDIRECT/INDIRECT_COMMAND_READ` barrier. The count itself is read by compute shaders
+//!   alone, so the **Before** barrier covers it.
 //! - **Lifetimes**: the recorder and every binding must outlive the execution of each command
 //!   buffer they were recorded into; the bound buffers likewise. Drop the recorder only when the
 //!   device has finished that work, and before the device is destroyed.
@@ -41,10 +48,10 @@ use crate::abi::{KeyWidth, PassKind, Payload};
 use crate::device::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::gpu::memory::OwnBuffer;
-use crate::gpu::pipelines::{KernelKey, Kernels, Layouts};
-use crate::gpu::record::{self, PassBarrier, VulkanEncoder};
+use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts};
+use crate::gpu::record::{self, PassBarrier, VulkanEncoder, ARGS_SLOT_BYTES};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::network::{record_passes, Plan, RecordOptions};
+use crate::network::{dispatch_rules, record_passes, Plan, RecordOptions};
 use crate::segment::ceil_log2;
 use crate::tuning::{check_size, BindingShape, Sizing, Tuning};
 
@@ -122,6 +129,11 @@ pub struct SortBinding {
     /// Index of its pipelines in the recorder's `kernels` (which only grows), fixed by `bind`.
     kernels: usize,
     recorder: u64,
+    /// With a GPU-side count: the recorder's buffer of indirect arguments for its dispatches
+    /// (written on the GPU by `dispatch_args` at the start of each sort), as its index in the
+    /// recorder's `args` and its handle, and how many dispatches it holds.
+    args: Option<(usize, vk::Buffer)>,
+    args_slots: u32,
 }
 
 impl SortBinding {
@@ -169,6 +181,11 @@ pub struct SortRecorder {
     /// What binding 2 points at in bindings without a GPU-side count: every kernel declares the
     /// count's binding, and only the counted ones read it.
     no_count: OwnBuffer,
+    /// `dispatch_args`, made by the first binding with a GPU-side count.
+    args_kernel: Option<ArgsKernel>,
+    /// The indirect arguments of each binding with a GPU-side count; a rebound binding's old
+    /// buffer is dropped (None). The recorder owns them, so bindings hold no device memory.
+    args: Vec<Option<OwnBuffer>>,
     device: ash::Device,
     info: DeviceInfo,
     pool: vk::DescriptorPool,
@@ -214,11 +231,11 @@ impl SortRecorder {
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
-        let no_count = OwnBuffer::new(device, &info.memory, 16)?;
+        let no_count = OwnBuffer::new(device, &info.memory, 16, vk::BufferUsageFlags::STORAGE_BUFFER)?;
         let layouts = Layouts::new(device)?;
         let sizes = [vk::DescriptorPoolSize {
             ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: 3 * desc.max_bindings,
+            descriptor_count: 4 * desc.max_bindings,
         }];
         let info_pool = vk::DescriptorPoolCreateInfo::default().max_sets(desc.max_bindings).pool_sizes(&sizes);
         // SAFETY: `device` is live and the info complete.
@@ -230,6 +247,8 @@ impl SortRecorder {
             kernels: Vec::new(),
             layouts,
             no_count,
+            args_kernel: None,
+            args: Vec::new(),
             device: device.clone(),
             info,
             pool,
@@ -298,13 +317,17 @@ impl SortRecorder {
         // SAFETY: the caller guarantees that no command buffer using the set is pending or
         // recording.
         unsafe { self.write_set(fresh.set, &infos) };
+        // Nothing uses the old arguments either (the same promise): free them.
+        if let Some((index, _)) = binding.args {
+            self.args[index] = None;
+        }
         *binding = fresh;
         Ok(())
     }
 
     /// Everything `bind` and `rebind` share: the checks, the pipelines, and the descriptor writes
     /// to make (the binding's set is still null).
-    fn prepare(&mut self, desc: &BindDesc) -> Result<(SortBinding, [vk::DescriptorBufferInfo; 3])> {
+    fn prepare(&mut self, desc: &BindDesc) -> Result<(SortBinding, [vk::DescriptorBufferInfo; 4])> {
         let BindDesc { keys, values, count, capacity, key_width, batched } = *desc;
         let key_bytes = u64::from(key_width.bytes());
         let (key_len, value_len) = (u64::from(capacity) * key_bytes, u64::from(capacity) * 4);
@@ -341,11 +364,38 @@ impl SortRecorder {
         let shape = self.sizing.binding(payload, key_width, capacity, batched)?;
         let key = KernelKey { shape, width: key_width, batched, counted: count.is_some() };
         let kernels = self.kernels_for(key, capacity)?;
+        // With a count, every dispatch is indirect: the slots for the most dispatches a sort
+        // through this binding records, and the kernel that writes them.
+        let (args, args_slots) = match count {
+            None => (None, 0),
+            Some(_) => {
+                if self.args_kernel.is_none() {
+                    self.args_kernel = Some(ArgsKernel::new(&self.device, &self.layouts, self.cache)?);
+                }
+                let slots = self.most_dispatches(&self.kernels[kernels].key, capacity)?;
+                let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::INDIRECT_BUFFER;
+                let buffer =
+                    OwnBuffer::new(&self.device, &self.info.memory, u64::from(slots) * ARGS_SLOT_BYTES, usage)?;
+                let handle = buffer.buffer;
+                self.args.push(Some(buffer));
+                (Some((self.args.len() - 1, handle)), slots)
+            }
+        };
         // Unused bindings point at something valid that no kernel reads: values at the keys (the
-        // kernels of keys alone do not declare binding 1), the count at the recorder's own buffer.
-        let no_count = BufferRegion { buffer: self.no_count.buffer, offset: 0, size: 4 };
-        let infos = [(keys, key_len), (values.unwrap_or(keys), value_len), (count.unwrap_or(no_count), 4)]
-            .map(|(r, range)| vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range });
+        // kernels of keys alone do not declare binding 1), the count and the arguments at the
+        // recorder's own buffer.
+        let own = BufferRegion { buffer: self.no_count.buffer, offset: 0, size: 4 };
+        let args_region = match args {
+            Some((_, buffer)) => BufferRegion { buffer, offset: 0, size: u64::from(args_slots) * ARGS_SLOT_BYTES },
+            None => own,
+        };
+        let infos = [
+            (keys, key_len),
+            (values.unwrap_or(keys), value_len),
+            (count.unwrap_or(own), 4),
+            (args_region, args_region.size),
+        ]
+        .map(|(r, range)| vk::DescriptorBufferInfo { buffer: r.buffer, offset: r.offset, range });
         let binding = SortBinding {
             set: vk::DescriptorSet::null(),
             capacity,
@@ -355,18 +405,38 @@ impl SortRecorder {
             batched,
             kernels,
             recorder: self.id,
+            args,
+            args_slots,
         };
         Ok((binding, infos))
     }
 
-    /// Writes bindings 0, 1 and 2 of `set`.
+    /// The most dispatches a sort through a binding of `key` and `capacity` records, with room to
+    /// spare: those of the sorts of each length around every power of two up to the capacity, and
+    /// of the capacity, doubled. A sort whose plan takes more fails `plan`'s check.
+    fn most_dispatches(&self, key: &KernelKey, capacity: u32) -> Result<u32> {
+        let max_groups = self.info.limits.max_compute_work_group_count_x;
+        let mut most = 0;
+        let top = ceil_log2(u64::from(capacity));
+        let lengths = (1..=top).flat_map(|level| {
+            let power = 1u64 << level;
+            [power - 1, power, power + 1]
+        });
+        for n in lengths.chain([u64::from(capacity)]).filter(|&n| n >= 2 && n <= u64::from(capacity)) {
+            let plan = self.plan_for(key, n as u32, 0)?;
+            most = most.max(dispatch_rules(&plan, max_groups).len() as u32);
+        }
+        Ok(2 * most + 8)
+    }
+
+    /// Writes bindings 0 to 3 of `set`.
     ///
     /// # Safety
     /// No command buffer that uses `set` is pending or recording; the regions were checked by
     /// `prepare`.
-    unsafe fn write_set(&self, set: vk::DescriptorSet, infos: &[vk::DescriptorBufferInfo; 3]) {
+    unsafe fn write_set(&self, set: vk::DescriptorSet, infos: &[vk::DescriptorBufferInfo; 4]) {
         let infos = infos.map(|i| [i]);
-        let writes = [0, 1, 2].map(|b| {
+        let writes = [0, 1, 2, 3].map(|b| {
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
                 .dst_binding(b)
@@ -473,11 +543,11 @@ impl SortRecorder {
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
     /// `cmd`, and returns what it recorded. Nothing is recorded for n < 2. With a GPU-side count
-    /// the sort takes min(count, n) elements, the count read when the passes run: pass the
-    /// capacity as `n` to be bounded by the binding alone (a count above n is clamped to n).
-    /// Workgroups of the local kernels whose tile lies wholly past the count return at once;
-    /// every pass of a sort of `n` is still recorded and dispatched, and the global passes test
-    /// each element against the count.
+    /// the sort takes min(count, n) elements, the count read on the GPU: pass the capacity as `n`
+    /// to be bounded by the binding alone (a count above n is clamped to n). The passes are
+    /// planned for `n` and each is dispatched indirectly with the workgroups that the count needs
+    /// (none for a stage the count does not reach), their arguments written by the sort's first
+    /// dispatch; elements at or past the count are never read or written.
     ///
     /// # Safety
     /// `cmd` must be a command buffer of this recorder's device in the recording state, outside a
@@ -659,7 +729,19 @@ impl SortRecorder {
             return Err(Error::OverCapacity { n: n.saturating_mul(batches), capacity: binding.capacity });
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
-        self.plan_for(&self.kernels[binding.kernels].key, n, key_flags(kind, order))
+        let plan = self.plan_for(&self.kernels[binding.kernels].key, n, key_flags(kind, order))?;
+        if binding.gpu_count {
+            let dispatches = dispatch_rules(&plan, self.info.limits.max_compute_work_group_count_x).len();
+            if dispatches > binding.args_slots as usize {
+                return Err(Error::InvalidOption {
+                    name: "n",
+                    value: n.to_string(),
+                    reason: "its sort takes more dispatches than the binding's indirect arguments hold; record \
+                             the binding's capacity, or bind a region of this length",
+                });
+            }
+        }
+        Ok(plan)
     }
 
     /// The layouts every pipeline of this recorder was made with.
@@ -685,11 +767,19 @@ impl SortRecorder {
             return;
         }
         record::bind_set(&self.device, cmd, self.layouts.pipeline_layout, binding.set);
-        let mut encoder = self.encoder(cmd, binding, batches, extras);
         let options = RecordOptions {
             max_groups_per_dispatch: extras.max_groups.unwrap_or(self.info.limits.max_compute_work_group_count_x),
             drop_barrier_before_pass: extras.drop_barrier_before_pass,
         };
+        let mut encoder = self.encoder(cmd, binding, batches, extras);
+        if let (Some((_, args)), Some(kernel)) = (binding.args, &self.args_kernel) {
+            // The arguments of every dispatch for the count, from the rules of the same plan and
+            // splits that record_passes records below.
+            let rules = dispatch_rules(plan, options.max_groups_per_dispatch);
+            record::bind_pipeline(&self.device, cmd, kernel.pipeline);
+            record::dispatch_args(&self.device, cmd, self.layouts.pipeline_layout, plan.n, batches, &rules);
+            encoder.indirect = Some(args);
+        }
         record_passes(&mut encoder, plan, &options);
     }
 
@@ -709,6 +799,8 @@ impl SortRecorder {
             pass_timestamps: extras.pass_timestamps,
             barrier: extras.barrier,
             batches,
+            indirect: None,
+            next_args: 0,
         }
     }
 }
@@ -729,6 +821,8 @@ pub(crate) struct Extras<'a> {
 impl Drop for SortRecorder {
     fn drop(&mut self) {
         self.kernels.clear();
+        self.args_kernel = None;
+        self.args.clear();
         // SAFETY: created on `device` by `new`; the caller has let every command buffer that uses
         // the sets finish (Contract). Destroying the pool frees its sets.
         unsafe { self.device.destroy_descriptor_pool(self.pool, None) };

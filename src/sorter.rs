@@ -192,6 +192,11 @@ pub struct Sorter {
     pub(crate) pristine_keys: Option<Buffer>,
     #[cfg(feature = "study")]
     pub(crate) pristine_values: Option<Buffer>,
+    /// The GPU-side count sorts take ([`Sorter::set_gpu_count`]), and the buffer it is written to.
+    #[cfg(feature = "study")]
+    pub(crate) gpu_count: Option<u32>,
+    #[cfg(feature = "study")]
+    pub(crate) count_buffer: Option<Buffer>,
 }
 
 impl std::fmt::Debug for Sorter {
@@ -261,6 +266,10 @@ impl Sorter {
             pristine_keys: None,
             #[cfg(feature = "study")]
             pristine_values: None,
+            #[cfg(feature = "study")]
+            gpu_count: None,
+            #[cfg(feature = "study")]
+            count_buffer: None,
         };
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
         // Each creation below: `device` is live and the info is complete; every handle is stored
@@ -384,13 +393,20 @@ impl Sorter {
     /// the tiles for the capacity, which is n (`tuning::Sizing::binding`).
     pub(crate) fn bind(&mut self, pairs: bool, width: KeyWidth, n: usize) -> Result<()> {
         let region = |slot: &Option<Buffer>, bytes: u64| BufferRegion { buffer: raw(slot), offset: 0, size: bytes };
-        let desc = BindDesc {
+        #[allow(unused_mut)]
+        let mut desc = BindDesc {
             keys: region(&self.keys, n as u64 * u64::from(width.bytes())),
             values: pairs.then(|| region(&self.values, n as u64 * 4)),
             capacity: n as u32,
             key_width: width,
             ..BindDesc::default()
         };
+        #[cfg(feature = "study")]
+        if self.gpu_count.is_some() {
+            let shared = self.ctx.shared.clone();
+            Self::ensure(&shared, &mut self.count_buffer, "count", 16, STORAGE, MemoryLocation::GpuOnly)?;
+            desc.count = Some(region(&self.count_buffer, 4));
+        }
         match &mut self.binding {
             // SAFETY: no command buffer of this sorter is pending (callers settle first, and every
             // submission is waited for) or recording, so none uses the set.
@@ -570,6 +586,8 @@ impl Sorter {
         }
         // Host writes to staging are visible to transfers at submission; no barrier needed before.
         record::copy(device, cmd, &copies(pairs, bytes, (sk, k), (sv, v)));
+        #[cfg(feature = "study")]
+        self.write_count(cmd);
         if timed {
             record::timestamp(device, cmd, vk::PipelineStageFlags::TRANSFER, self.queries, 0);
         }
@@ -681,6 +699,8 @@ impl Drop for Sorter {
             &mut self.pristine_keys,
             #[cfg(feature = "study")]
             &mut self.pristine_values,
+            #[cfg(feature = "study")]
+            &mut self.count_buffer,
         ] {
             if let Some(mut b) = slot.take() {
                 b.destroy(&shared);

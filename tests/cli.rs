@@ -343,6 +343,35 @@ fn bench_writes_json_csv_and_a_plot() {
 }
 
 #[test]
+fn bench_times_sorts_through_a_gpu_side_count() {
+    // Counts below a tile, a share, and one past the size (clamped): each row checked (the first
+    // min(count, n) sorted, the rest unchanged) and its count in the JSON.
+    let dir = Dir::new();
+    let json = dir.path("r.json");
+    let out = bitonic()
+        .args(["bench", "--sizes", "5000", "--count", "0,77,25%,9999", "--type", "u32,i64", "--order", "desc"])
+        .args(["--reps", "2", "--warmup", "1", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count(), 16, "{stdout}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    let counts: Vec<u64> = rows.iter().map(|r| r["count"].as_u64().expect("a count")).collect();
+    assert_eq!(counts.iter().filter(|&&c| c == 1250).count(), 4, "{counts:?}");
+    assert!(rows.iter().all(|r| r["verified"] == true && r["n"] == 5000), "{rows:?}");
+    for bad in ["101%", "x", "2^40"] {
+        bitonic()
+            .args(["bench", "--sizes", "2^10", "--count", bad])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(bad));
+    }
+}
+
+#[test]
 fn bench_refuses_a_bad_size() {
     for bad in ["2^x", "3^4", "ten", "2^70", "2^10..", "2^12..2^10", "0..8"] {
         bitonic().args(["bench", "--sizes", bad]).assert().code(2).stderr(predicate::str::contains(bad));

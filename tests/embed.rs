@@ -543,6 +543,171 @@ fn records_sorts(desc: &RecorderDesc) {
     finish(r, fence, pool, [storage, staging]);
 }
 
+/// A GPU-side count trims every dispatch: for counts 0, 1, 2, either side of a tile, either side
+/// of the capacity and above it, 4- and 8-byte keys, keys alone and pairs, both orders and a
+/// batch, the first min(count, n) elements of each array sorted (values with their keys) and
+/// every byte past them unchanged. One binding is recorded twice in the command buffer, so its
+/// arguments are rewritten after the first sort's indirect dispatches read them.
+fn counts_trim_every_dispatch(desc: &RecorderDesc, tile: u32) {
+    let r = Renderer::new();
+    let a = r.alignment().max(8);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(54);
+    let capacity = 3 * tile + tile / 2 + 5;
+    let counts = [0, 1, 2, tile - 1, tile, tile + 1, capacity - 1, capacity, capacity + 100];
+    // (key bytes, pairs, order, batches): each sorts through a binding of its own.
+    let kinds = [
+        (4u32, false, Order::Ascending, 1u32),
+        (4, true, Order::Descending, 1),
+        (8, false, Order::Descending, 1),
+        (8, true, Order::Ascending, 1),
+        (4, true, Order::Ascending, 3),
+    ];
+    struct Case {
+        bytes: u32,
+        pairs: bool,
+        order: Order,
+        batches: u32,
+        count: u32,
+        keys: u64,
+        values: u64,
+        count_at: u64,
+        input: Vec<u32>,
+    }
+    let mut cases = Vec::new();
+    let mut end = 0u64;
+    for &(bytes, pairs, order, batches) in &kinds {
+        for &count in &counts {
+            let words = (capacity * bytes / 4) as usize;
+            let keys = align(end, a);
+            let values = align(keys + u64::from(capacity * bytes), a);
+            let count_at = align(values + u64::from(capacity) * 4, a);
+            end = count_at + 4;
+            let input: Vec<u32> = (0..words).map(|_| rng.random()).collect();
+            cases.push(Case { bytes, pairs, order, batches, count, keys, values, count_at, input });
+        }
+    }
+    let (storage, staging) = r.storage_and_staging(end);
+    for c in &cases {
+        staging.write(c.keys, &c.input);
+        staging.write(c.values, &(0..capacity).collect::<Vec<u32>>());
+        staging.write(c.count_at, &[c.count]);
+    }
+    let desc = RecorderDesc { max_bindings: cases.len() as u32, ..desc.clone() };
+    // SAFETY: the instance, physical device and device are live until the recorder is dropped.
+    let mut sorter = unsafe { SortRecorder::new(&r.instance, r.physical, &r.device, &desc) }.expect("recorder");
+    let region = |offset: u64, bytes: u64| BufferRegion { buffer: storage.buffer, offset, size: bytes };
+    let bindings: Vec<_> = cases
+        .iter()
+        .map(|c| {
+            sorter
+                .bind(&BindDesc {
+                    keys: region(c.keys, u64::from(capacity * c.bytes)),
+                    values: c.pairs.then(|| region(c.values, u64::from(capacity) * 4)),
+                    count: Some(region(c.count_at, 4)),
+                    capacity,
+                    key_width: if c.bytes == 8 { KeyWidth::Bits64 } else { KeyWidth::Bits32 },
+                    ..BindDesc::default()
+                })
+                .expect("bind")
+        })
+        .collect();
+    let (pool, cmd) = r.begin_commands();
+    r.upload(cmd, &staging, &storage, end);
+    for (i, (c, b)) in cases.iter().zip(&bindings).enumerate() {
+        let kind = if c.bytes == 8 { KeyKind::U64 } else { KeyKind::U32 };
+        let n = capacity / c.batches;
+        if i == 0 {
+            // The same binding twice: the second sort overwrites the arguments the first read.
+            let first = if c.order == Order::Ascending { Order::Descending } else { Order::Ascending };
+            // SAFETY: `cmd` is recording; the contract barriers are in place (a sort's own writes
+            // are ordered by its passes' barriers, the next sort's by the first pass's).
+            unsafe { sorter.record_kind(cmd, b, n, kind, first) }.expect("record");
+            barrier(
+                &r,
+                cmd,
+                (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+                (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+            );
+        }
+        let recorded = if c.batches > 1 {
+            // SAFETY: as above.
+            unsafe { sorter.record_batches::<u32>(cmd, b, n, c.batches, c.order) }
+        } else {
+            // SAFETY: as above.
+            unsafe { sorter.record_kind(cmd, b, n, kind, c.order) }
+        };
+        recorded.expect("record");
+    }
+    let fence = r.download_and_wait(cmd, &storage, &staging, end);
+    for c in &cases {
+        let n = capacity / c.batches;
+        let sorted = c.count.min(n) as usize;
+        let what = format!(
+            "{}-byte keys, pairs {}, {:?}, {} batches, count {}",
+            c.bytes, c.pairs, c.order, c.batches, c.count
+        );
+        let got = staging.read(c.keys, c.input.len());
+        let got_values = staging.read(c.values, capacity as usize);
+        for batch in 0..c.batches as usize {
+            let start = batch * n as usize;
+            let (words, range) = ((c.bytes / 4) as usize, start..start + sorted);
+            let keys_of = |w: &[u32]| -> Vec<u64> {
+                w[range.start * words..range.end * words]
+                    .chunks_exact(words)
+                    .map(|k| if words == 2 { u64::from(k[1]) << 32 | u64::from(k[0]) } else { u64::from(k[0]) })
+                    .collect()
+            };
+            let values: Vec<u32> = got_values[range.clone()].iter().map(|v| v.wrapping_sub(start as u32)).collect();
+            let values = c.pairs.then_some(&values[..]);
+            assert_sorted(
+                &format!("{what}, batch {batch}"),
+                &keys_of(&c.input),
+                c.order,
+                u64::cmp,
+                &keys_of(&got),
+                values,
+            );
+            let past = (start + sorted) * words..(start + n as usize) * words;
+            assert_eq!(&got[past.clone()], &c.input[past], "{what}, batch {batch}: keys past the count changed");
+            if c.pairs {
+                let past = start + sorted..start + n as usize;
+                assert_eq!(
+                    got_values[past.clone()],
+                    past.map(|v| v as u32).collect::<Vec<u32>>(),
+                    "{what}: values past the count"
+                );
+            }
+        }
+        assert_eq!(staging.read(c.count_at, 1), [c.count], "{what}: the count changed");
+    }
+    drop(bindings);
+    drop(sorter);
+    finish(r, fence, pool, [storage, staging]);
+}
+
+#[test]
+fn gpu_side_counts_trim_every_dispatch_in_tiles_of_16() {
+    // Three merge workgroups: the tile sort and the local merges loop, and trimmed to the count.
+    counts_trim_every_dispatch(
+        &recorder_desc(|d| {
+            d.tuning.max_tile = Some(16);
+            d.tuning.merge_workgroups = Some(3);
+        }),
+        16,
+    );
+}
+
+#[test]
+fn gpu_side_counts_trim_every_dispatch_in_segment_passes() {
+    counts_trim_every_dispatch(
+        &recorder_desc(|d| {
+            d.tuning.max_tile = Some(64);
+            d.tuning.segment_merges = Some(true);
+        }),
+        64,
+    );
+}
+
 /// `record_timed`: as many timestamps as `passes` says, at the queries asked for, each no earlier
 /// than the one before (the caller's own just before the sort), and the sort unchanged by them.
 #[test]

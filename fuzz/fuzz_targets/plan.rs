@@ -13,8 +13,8 @@ use std::cmp::Ordering;
 
 use arbitrary::Arbitrary;
 use bitonic_vk::hooks::{
-    geometry as geometry_for, pass_count, record_passes, Geometry, PassKind, Payload, Plan, RecordOptions, Recording,
-    Step, Trace, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32, MAX_FUSED, MAX_TILE,
+    dispatch_rules, geometry as geometry_for, pass_count, record_passes, Geometry, PassKind, Payload, Plan,
+    RecordOptions, Recording, Step, Trace, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32, MAX_FUSED, MAX_TILE,
 };
 use bitonic_vk::{DeviceLimits, KeyWidth, Tuning};
 use libfuzzer_sys::fuzz_target;
@@ -61,6 +61,8 @@ struct Input {
     with_values: bool,
     /// Keys, repeated to length n (few distinct keys make equal keys common).
     keys: Vec<u32>,
+    /// A GPU-side count: each dispatch trimmed by its rule, as the indirect arguments are.
+    count: Option<u32>,
 }
 
 fn geometry(shape: &Shape) -> Option<Geometry> {
@@ -156,7 +158,18 @@ fuzz_target!(|input: Input| {
     };
     let mut recording = Recording::default();
     record_passes(&mut recording, &plan, &options);
-    let trace = Trace::expand(&recording, n, geometry);
+    let trace = match input.count {
+        None => Trace::expand(&recording, n, geometry),
+        Some(count) => {
+            let rules = dispatch_rules(&plan, options.max_groups_per_dispatch);
+            Trace::expand_counted(&recording, n, geometry, count, &rules)
+        }
+    };
+    // With a count, the first min(count, n) elements are sorted, the rest never touched.
+    let sorted = input.count.map_or(n, |c| c.min(n)) as usize;
+    for d in trace.dispatches() {
+        assert!(d.touched.iter().all(|&e| (e as usize) < sorted), "{geometry:?} n={n}: touched past the count");
+    }
     let barriers = trace.steps.iter().filter(|s| matches!(s, Step::Barrier)).count();
     assert_eq!(barriers, plan.passes.len().saturating_sub(1));
     assert_eq!(trace.hazards(), vec![], "{geometry:?} n={n}");
@@ -183,12 +196,13 @@ fuzz_target!(|input: Input| {
         }
     };
     let mut expect = input_keys.clone();
-    expect.sort_by(cmp);
+    expect[..sorted].sort_by(cmp);
     // Equal keys are equal bits in every kind (total_cmp tells every bit pattern apart), so the
     // sorted keys are exactly the reference's: sorted, and a permutation of the input.
     assert_eq!(keys, expect, "{geometry:?} n={n}");
     if input.with_values {
         let mut seen = vec![false; n as usize];
+        assert!(values[sorted..].iter().enumerate().all(|(i, &v)| v as usize == sorted + i), "values past the count");
         for (i, &v) in values.iter().enumerate() {
             assert!(!std::mem::replace(&mut seen[v as usize], true), "value {v} twice");
             assert_eq!(keys[i], input_keys[v as usize], "pair {i} split");

@@ -43,6 +43,69 @@ pub const SHARED_CONSTANTS: &[(&str, u32, &str)] = &[
     ("SEGMENT_HIGH_SHIFT", 8, "segment_merge: where its high-run length sits in `shape`"),
     ("SEGMENT_TAIL", 0x10000, "segment_merge: bit of `shape` set when it first runs its low run's half-cleaners"),
     ("SEGMENT_HIGH_BIT_SHIFT", 24, "segment_merge: where the element bit of its high run's smallest stride sits"),
+    (
+        "NEXT_STAGE_SHIFT",
+        8,
+        "where `flags` holds the first stage of the next pass (0 on the last pass): with COUNTED, a pass stores keys, \
+         not images, when the count needs no later stage",
+    ),
+    ("NEXT_STAGE_MASK", 0xFF, "the bits of the next pass's first stage, after the shift"),
+    ("ARGS_PER_DISPATCH", 3, "dispatch_args: the dispatch rules one workgroup of it takes in its push constants"),
+];
+
+/// The fields of one dispatch's rule (a `DispatchRule`): what `dispatch_groups` below needs to
+/// trim one dispatch of a plan recorded for n to a GPU-side count. Each is a `uint`.
+pub const DISPATCH_RULE_FIELDS: &[(&str, &str)] = &[
+    (
+        "a",
+        "log2 of the elements that share a unit's low bits: a tile, a window, a segment's low run; 0 for a global pass",
+    ),
+    ("p", "where the unit index skips `k` element bits: a global pass's smallest stride, a segment's gap"),
+    ("k", "element bits a unit spans above `p`: a global pass's substages, a segment's high run and flip"),
+    ("d", "units per workgroup: a global pass's invocations, a segment's cosets per workgroup, else 1"),
+    ("cap", "the most workgroups: the pass's loop stride where it loops, else all it has for n"),
+    ("offset", "the dispatch's first workgroup within its pass"),
+    ("size", "the dispatch's workgroups for n"),
+    (
+        "first_stage",
+        "the stage of the pass's first substage: the count needs it when that is at most log2 of the count",
+    ),
+];
+
+/// Rules the host and the shaders both run, as (function, parameters, steps): each step names a
+/// value and gives the expression for it, in the arithmetic GLSL and Rust share (u32 values and
+/// literals, `+ - * / & >> <<`, `min`, `le(x, y)`: 1 if x <= y else 0, `ceil_log2`); the last
+/// step is the result. `build.rs` writes them as GLSL functions (`rules.glsl`) and as Rust
+/// functions (`rules.rs`, in this module), so the two cannot drift apart.
+pub const RULES: &[(&str, &[&str], &[(&str, &str)])] = &[
+    (
+        // The workgroups of one dispatch of a pass recorded for n, trimmed to the count: those
+        // whose first element is below min(count, n), none where the count needs no substage of
+        // the pass. A unit's first element grows with its index, so they are the first ones.
+        "dispatch_groups",
+        &["count", "n", "a", "p", "k", "d", "cap", "offset", "size", "first_stage"],
+        &[
+            ("c", "min(count, n)"),
+            // Units of 2^a elements whose first element is below c.
+            ("low", "(c >> a) + min(c & ((1 << a) - 1), 1)"),
+            // Of those, the ones whose index leaves bits p .. p + k clear: a unit per group.
+            ("units", "((low >> (p + k)) << p) + min(low & ((1 << (p + k)) - 1), 1 << p)"),
+            ("groups", "min(cap, (units + d - 1) / d) * le(first_stage, ceil_log2(c))"),
+            ("x", "min(groups - min(groups, offset), size)"),
+        ],
+    ),
+    (
+        // Whether a pass stores keys rather than order images: the sort's last pass, or with a
+        // GPU-side count (`counted` 1) the last pass the count needs.
+        "stores_keys",
+        &["flags", "counted", "count"],
+        &[
+            ("last", "min(flags & FLAG_FROM_IMAGE_ON_STORE, 1)"),
+            ("next", "(flags >> NEXT_STAGE_SHIFT) & NEXT_STAGE_MASK"),
+            ("cut", "counted * min(next, 1) * (1 - le(next, ceil_log2(count)))"),
+            ("stores", "min(last + cut, 1)"),
+        ],
+    ),
 ];
 
 /// The specialization constants, by id (their index here): name, GLSL type, default, meaning.

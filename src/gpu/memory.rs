@@ -13,15 +13,17 @@ pub(crate) struct OwnBuffer {
 }
 
 impl OwnBuffer {
-    /// A `STORAGE_BUFFER` buffer of `size` bytes in the first memory type that takes it,
-    /// preferring device-local memory.
-    pub fn new(device: &ash::Device, types: &vk::PhysicalDeviceMemoryProperties, size: u64) -> Result<OwnBuffer> {
+    /// A buffer of `size` bytes for `usage` in the first memory type that takes it, preferring
+    /// device-local memory.
+    pub fn new(
+        device: &ash::Device,
+        types: &vk::PhysicalDeviceMemoryProperties,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<OwnBuffer> {
         let mut own =
             OwnBuffer { device: device.clone(), buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null() };
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: `device` is live and the info complete; the buffer is stored at once, so Drop
         // destroys it if a later step fails.
         own.buffer = unsafe { device.create_buffer(&info, None) }.map_err(Error::vk("vkCreateBuffer"))?;
@@ -40,6 +42,12 @@ impl OwnBuffer {
         // SAFETY: fresh memory of the right type and size, bound once, at offset 0.
         unsafe { device.bind_buffer_memory(own.buffer, own.memory, 0) }.map_err(Error::vk("vkBindBufferMemory"))?;
         Ok(own)
+    }
+}
+
+impl std::fmt::Debug for OwnBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnBuffer").field("buffer", &self.buffer).finish_non_exhaustive()
     }
 }
 

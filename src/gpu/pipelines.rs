@@ -5,18 +5,20 @@ use std::collections::hash_map::{Entry, HashMap};
 
 use ash::vk;
 
-use crate::abi::{spec, Form, KeyWidth, PassKind, Payload, PushConstants};
+use crate::abi::{spec, DispatchRule, Form, KeyWidth, PassKind, Payload, PushConstants, ARGS_PER_DISPATCH};
 use crate::device::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::network::Pass;
 use crate::segment::Segment;
 use crate::tuning::{small_slots, small_tile_sort, BindingShape, MAX_FUSED};
 
-use super::shaders::{chain_module, copy_probe, empty_probe, module};
+use super::shaders::{chain_module, copy_probe, dispatch_args_module, empty_probe, module};
 
 /// The descriptor set layout (binding 0: keys, binding 1: values, binding 2: the GPU-side count,
-/// all storage buffers) and the pipeline layout with the push-constant range, shared by every
-/// kernel. Every kernel declares the count's binding; its pairs of keys alone do not read binding 1.
+/// binding 3: the indirect arguments, all storage buffers) and the pipeline layout with the
+/// push-constant range, shared by every kernel and `dispatch_args`. Every sorting kernel declares
+/// the count's binding; its builds of keys alone do not read binding 1; only `dispatch_args`
+/// reads binding 3.
 pub(crate) struct Layouts {
     device: ash::Device,
     pub set_layout: vk::DescriptorSetLayout,
@@ -30,7 +32,7 @@ impl Layouts {
             set_layout: vk::DescriptorSetLayout::null(),
             pipeline_layout: vk::PipelineLayout::null(),
         };
-        let bindings = [0, 1, 2].map(|binding| {
+        let bindings = [0, 1, 2, 3].map(|binding| {
             vk::DescriptorSetLayoutBinding::default()
                 .binding(binding)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
@@ -41,20 +43,28 @@ impl Layouts {
         // SAFETY: `device` is a live device and `info` is fully initialised.
         layouts.set_layout = unsafe { device.create_descriptor_set_layout(&info, None) }
             .map_err(Error::vk("vkCreateDescriptorSetLayout"))?;
-        let ranges = [vk::PushConstantRange {
-            stage_flags: vk::ShaderStageFlags::COMPUTE,
-            offset: 0,
-            size: std::mem::size_of::<PushConstants>() as u32,
-        }];
+        let ranges =
+            [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: PUSH_BYTES }];
         let set_layouts = [layouts.set_layout];
         let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
-        // SAFETY: the set layout was just created on `device`; the block is within the 128-byte
-        // minimum of maxPushConstantsSize.
+        // SAFETY: the set layout was just created on `device`; PUSH_BYTES is within the 128-byte
+        // minimum of maxPushConstantsSize (checked by a test).
         layouts.pipeline_layout =
             unsafe { device.create_pipeline_layout(&info, None) }.map_err(Error::vk("vkCreatePipelineLayout"))?;
         Ok(layouts)
     }
 }
+
+/// Bytes of push constants the layout holds: the sorting kernels' block, or `dispatch_args`'s
+/// (four words and its rules), whichever is larger.
+pub(crate) const PUSH_BYTES: u32 = {
+    let sort = std::mem::size_of::<PushConstants>();
+    let args = ARGS_PUSH_HEAD * 4 + ARGS_PER_DISPATCH as usize * std::mem::size_of::<DispatchRule>();
+    (if sort > args { sort } else { args }) as u32
+};
+
+/// The words `dispatch_args` takes before its rules: n, batches, rules, first.
+pub(crate) const ARGS_PUSH_HEAD: usize = 4;
 
 impl Drop for Layouts {
     fn drop(&mut self) {
@@ -434,5 +444,30 @@ impl Drop for Probes {
             self.device.destroy_pipeline(self.copy, None);
             self.device.destroy_pipeline(self.empty, None);
         }
+    }
+}
+
+/// The `dispatch_args` pipeline: the first dispatch of a sort through a binding with a GPU-side
+/// count, which writes the indirect arguments of every pass's dispatches.
+pub(crate) struct ArgsKernel {
+    device: ash::Device,
+    pub pipeline: vk::Pipeline,
+}
+
+impl ArgsKernel {
+    pub fn new(device: &ash::Device, layouts: &Layouts, cache: vk::PipelineCache) -> Result<ArgsKernel> {
+        let constants = Constants([0; spec::COUNT]);
+        let none = vk::PipelineCreateFlags::empty();
+        let pipeline =
+            create_pipeline(device, layouts.pipeline_layout, cache, none, dispatch_args_module()?, &constants)?;
+        Ok(ArgsKernel { device: device.clone(), pipeline })
+    }
+}
+
+impl Drop for ArgsKernel {
+    fn drop(&mut self) {
+        // SAFETY: created on `device` by `new`; the recorder's caller lets every command buffer
+        // that uses it finish before dropping the recorder (its Contract).
+        unsafe { self.device.destroy_pipeline(self.pipeline, None) };
     }
 }

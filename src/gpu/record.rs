@@ -4,7 +4,7 @@
 
 use ash::vk;
 
-use crate::abi::PushConstants;
+use crate::abi::{DispatchRule, PushConstants, ARGS_PER_DISPATCH};
 use crate::network::{Encoder, Pass};
 
 use super::pipelines::Kernels;
@@ -119,6 +119,10 @@ pub(crate) struct VulkanEncoder<'a> {
     pub barrier: PassBarrier<'a>,
     /// Independent arrays sorted side by side: the dispatches' y dimension (1 for one array).
     pub batches: u32,
+    /// With a GPU-side count, the buffer of indirect arguments that `dispatch_args` wrote, one
+    /// 16-byte slot per dispatch in recording order; `next_args` is the next dispatch's slot.
+    pub indirect: Option<vk::Buffer>,
+    pub next_args: u64,
 }
 
 impl Encoder for VulkanEncoder<'_> {
@@ -131,7 +135,18 @@ impl Encoder for VulkanEncoder<'_> {
     }
 
     fn dispatch(&mut self, groups: u32) {
-        dispatch_rows(self.device, self.cmd, groups, self.batches);
+        match self.indirect {
+            None => dispatch_rows(self.device, self.cmd, groups, self.batches),
+            Some(args) => {
+                // SAFETY: a compute pipeline and its descriptor set are bound; `args` is the
+                // binding's STORAGE | INDIRECT_BUFFER buffer, sized at bind for every dispatch a
+                // plan of it records (the recorder checks before recording), its slots written by
+                // `dispatch_args` behind that function's closing barrier, each within the limits
+                // (at most the dispatch's workgroups for n, and the checked batches along y).
+                unsafe { self.device.cmd_dispatch_indirect(self.cmd, args, self.next_args * ARGS_SLOT_BYTES) };
+                self.next_args += 1;
+            }
+        }
     }
 
     fn compute_barrier(&mut self) {
@@ -177,6 +192,48 @@ pub(crate) fn dispatch_rows(device: &ash::Device, cmd: vk::CommandBuffer, groups
     // maxComputeWorkGroupCount[0] (record_passes and the probes split larger work) and rows within
     // maxComputeWorkGroupCount[1] (the recorder checks batches).
     unsafe { device.cmd_dispatch(cmd, groups, rows, 1) };
+}
+
+/// Bytes of one dispatch's slot of indirect arguments (x, y, z and a pad word).
+pub(crate) const ARGS_SLOT_BYTES: u64 = 16;
+
+/// Records `dispatch_args` for `rules` (its pipeline and the binding's set bound): the arguments
+/// of dispatch i into slot i, `ARGS_PER_DISPATCH` rules a workgroup. Before it, a barrier that
+/// orders the earlier sorts' indirect reads and writes of the slots before these writes; after
+/// it, one that makes them visible to the indirect dispatches.
+pub(crate) fn dispatch_args(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    layout: vk::PipelineLayout,
+    n: u32,
+    batches: u32,
+    rules: &[DispatchRule],
+) {
+    barrier(
+        device,
+        cmd,
+        (vk::PipelineStageFlags::DRAW_INDIRECT | vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+    );
+    for (chunk, some) in rules.chunks(ARGS_PER_DISPATCH as usize).enumerate() {
+        let head = [n, batches, some.len() as u32, chunk as u32 * ARGS_PER_DISPATCH];
+        let mut words: Vec<u32> = head.to_vec();
+        words.extend(
+            some.iter().flat_map(|r| bytemuck::cast_slice::<DispatchRule, u32>(std::slice::from_ref(r)).to_vec()),
+        );
+        // SAFETY: the layout's push-constant range covers PUSH_BYTES, at least the head and
+        // ARGS_PER_DISPATCH rules (see pipelines.rs).
+        unsafe {
+            device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::cast_slice(&words))
+        };
+        dispatch_rows(device, cmd, 1, 1);
+    }
+    barrier(
+        device,
+        cmd,
+        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
+        (vk::PipelineStageFlags::DRAW_INDIRECT, vk::AccessFlags::INDIRECT_COMMAND_READ),
+    );
 }
 
 /// Orders every compute-shader write recorded so far before the compute-shader reads and writes
@@ -228,6 +285,14 @@ pub(crate) fn barrier(
     let memory = vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1);
     // SAFETY: `cmd` is recording, outside a render pass; the stages are supported by a compute queue.
     unsafe { device.cmd_pipeline_barrier(cmd, src.0, dst.0, vk::DependencyFlags::empty(), &[memory], &[], &[]) };
+}
+
+/// Writes `word` into the first four bytes of `buffer`.
+#[cfg(feature = "study")]
+pub(crate) fn fill(device: &ash::Device, cmd: vk::CommandBuffer, buffer: vk::Buffer, word: u32) {
+    // SAFETY: `cmd` is recording outside a render pass; `buffer` is live, made with TRANSFER_DST
+    // usage and at least four bytes long (the sorter's count buffer).
+    unsafe { device.cmd_fill_buffer(cmd, buffer, 0, 4, word) };
 }
 
 /// Copies `regions` of (source, destination, bytes) between buffers.

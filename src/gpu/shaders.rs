@@ -61,6 +61,11 @@ pub(crate) fn copy_probe() -> Result<&'static [u32]> {
     COPY.words()
 }
 
+/// The `dispatch_args` kernel.
+pub(crate) fn dispatch_args_module() -> Result<&'static [u32]> {
+    DISPATCH_ARGS.words()
+}
+
 /// The empty dispatch probe.
 #[cfg_attr(not(feature = "study"), allow(dead_code))]
 pub(crate) fn empty_probe() -> Result<&'static [u32]> {
@@ -88,6 +93,7 @@ mod tests {
         }
         assert_eq!(copy_probe().expect("decodes").first(), Some(&MAGIC));
         assert_eq!(empty_probe().expect("decodes").first(), Some(&MAGIC));
+        assert_eq!(dispatch_args_module().expect("decodes").first(), Some(&MAGIC));
     }
 
     #[test]

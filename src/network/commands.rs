@@ -2,7 +2,7 @@
 //! recorded through an [`Encoder`], so the same code drives a Vulkan command buffer
 //! (`gpu::record`) and the CPU model that checks it ([`super::model`]).
 
-use crate::abi::{PassKind, PushConstants};
+use crate::abi::{DispatchRule, PassKind, PushConstants};
 
 use super::plan::{Pass, Plan};
 
@@ -56,12 +56,28 @@ pub fn record_passes(enc: &mut impl Encoder, plan: &Plan, options: &RecordOption
 /// Records the dispatches of one pass (its kernel already bound), split into dispatches of at most
 /// `max_groups` workgroups.
 pub fn dispatch_pass(enc: &mut impl Encoder, pass: &Pass, max_groups: u32) {
-    let max_groups = max_groups.max(1);
-    let mut offset = 0;
-    while offset < pass.workgroups {
-        let groups = (pass.workgroups - offset).min(max_groups);
+    for (offset, groups) in splits(pass.workgroups, max_groups) {
         enc.push_constants(&PushConstants { group_offset: offset, ..pass.push });
         enc.dispatch(groups);
-        offset += groups;
     }
+}
+
+/// The dispatches a pass of `workgroups` is split into, as (first workgroup, workgroups).
+fn splits(workgroups: u32, max_groups: u32) -> impl Iterator<Item = (u32, u32)> {
+    let max_groups = max_groups.max(1);
+    (0..workgroups.div_ceil(max_groups)).map(move |i| {
+        let offset = i * max_groups;
+        (offset, (workgroups - offset).min(max_groups))
+    })
+}
+
+/// The rule of every dispatch [`record_passes`] records for `plan`, in order: what the
+/// `dispatch_args` kernel turns into the indirect arguments for a GPU-side count.
+pub fn dispatch_rules(plan: &Plan, max_groups: u32) -> Vec<DispatchRule> {
+    plan.passes
+        .iter()
+        .flat_map(|pass| {
+            splits(pass.workgroups, max_groups).map(|(offset, size)| pass.rule(&plan.geometry, offset, size))
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@
 //! rules. The trace then runs on CPU data, or is checked for accesses of one element by two
 //! dispatches with no barrier between them.
 
-use crate::abi::{PassKind, PushConstants, FLAG_DESCENDING, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD};
+use crate::abi::{stores_keys, DispatchRule, PassKind, PushConstants, FLAG_DESCENDING, FLAG_TO_IMAGE_ON_LOAD};
 use crate::keys::{from_image, to_image};
 use crate::segment::Segment;
 use crate::tuning::Geometry;
@@ -86,6 +86,8 @@ pub struct Hazard {
 pub struct Trace {
     /// Number of elements.
     pub n: u32,
+    /// With a GPU-side count, the elements sorted: min(count, n).
+    pub count: Option<u32>,
     /// The steps in order.
     pub steps: Vec<Step>,
 }
@@ -109,22 +111,61 @@ impl Trace {
     /// # Panics
     /// On a dispatch before any bind or push constants: the recorder must never emit one.
     pub fn expand(recording: &Recording, n: u32, geometry: Geometry) -> Trace {
+        Trace::expand_with(recording, n, geometry, None)
+    }
+
+    /// [`Trace::expand`] for a sort through a binding with a GPU-side count: dispatch i runs
+    /// `rules[i].groups(count, n)` workgroups, as the indirect arguments `dispatch_args` writes
+    /// from the same rules, and every kernel bounds its elements by min(count, n).
+    ///
+    /// # Panics
+    /// As [`Trace::expand`], and where `rules` has another length than the dispatches or a rule
+    /// at count n gives other workgroups than were recorded.
+    pub fn expand_counted(
+        recording: &Recording,
+        n: u32,
+        geometry: Geometry,
+        count: u32,
+        rules: &[DispatchRule],
+    ) -> Trace {
+        Trace::expand_with(recording, n, geometry, Some((count, rules)))
+    }
+
+    fn expand_with(
+        recording: &Recording,
+        n: u32,
+        geometry: Geometry,
+        counted: Option<(u32, &[DispatchRule])>,
+    ) -> Trace {
         let (mut kind, mut push) = (None, None);
         let mut steps = Vec::new();
+        let mut index = 0;
         for command in &recording.commands {
             match *command {
                 Command::Bind(k, m) => kind = Some((k, m)),
                 Command::Push(p) => push = Some(p),
                 Command::Barrier => steps.push(Step::Barrier),
-                Command::Dispatch(groups) => {
+                Command::Dispatch(recorded) => {
                     let (kind, substages) = kind.expect("dispatch before a pipeline was bound");
                     let push: PushConstants = push.expect("dispatch before push constants were set");
                     assert_eq!(push.n, n, "push constants name another element count");
-                    steps.push(Step::Dispatch(expand_dispatch(kind, substages, push, groups, geometry)));
+                    let (groups, bound) = match counted {
+                        None => (recorded, n),
+                        Some((count, rules)) => {
+                            let rule = rules.get(index).expect("a rule for every dispatch");
+                            assert_eq!(rule.groups(n, n), recorded, "dispatch {index}: the rule at count n");
+                            (rule.groups(count, n), count.min(n))
+                        }
+                    };
+                    index += 1;
+                    steps.push(Step::Dispatch(expand_dispatch(kind, substages, push, groups, bound, geometry)));
                 }
             }
         }
-        Trace { n, steps }
+        if let Some((_, rules)) = counted {
+            assert_eq!(rules.len(), index, "one rule per dispatch");
+        }
+        Trace { n, count: counted.map(|(count, _)| count.min(n)), steps }
     }
 
     /// The dispatches, in order.
@@ -161,6 +202,16 @@ impl Trace {
         hazards
     }
 
+    /// Whether dispatch `d` stores keys rather than images: the shaders' `stores_keys`, the same
+    /// rule.
+    fn stores_keys(&self, d: &Dispatch) -> bool {
+        let (counted, count) = match self.count {
+            Some(count) => (1, count),
+            None => (0, self.n),
+        };
+        stores_keys(d.push.flags, counted, count) != 0
+    }
+
     /// Runs the trace on key bits (and values), as the GPU would.
     pub fn run(&self, keys: &mut [u32], mut values: Option<&mut [u32]>) {
         for d in self.dispatches() {
@@ -178,7 +229,7 @@ impl Trace {
                     }
                 }
             }
-            if d.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0 {
+            if self.stores_keys(d) {
                 for &e in &d.touched {
                     keys[e as usize] = from_image(keys[e as usize], d.push.flags);
                 }
@@ -199,7 +250,7 @@ impl Trace {
                 lanes[lo as usize] = a & b;
                 lanes[hi as usize] = a | b;
             }
-            if complement && d.push.flags & FLAG_FROM_IMAGE_ON_STORE != 0 {
+            if complement && self.stores_keys(d) {
                 d.touched.iter().for_each(|&e| lanes[e as usize] = !lanes[e as usize]);
             }
         }
@@ -251,8 +302,16 @@ fn segment_local_comparators(segment: &Segment, tile: u32) -> Vec<(u32, u32)> {
 }
 
 /// The comparators and accesses of one dispatch, following the shaders' index rules.
-fn expand_dispatch(kind: PassKind, substages: u32, push: PushConstants, groups: u32, geometry: Geometry) -> Dispatch {
-    let n = push.n;
+/// Elements at `bound` or past are virtual (the count, or push.n).
+fn expand_dispatch(
+    kind: PassKind,
+    substages: u32,
+    push: PushConstants,
+    groups: u32,
+    bound: u32,
+    geometry: Geometry,
+) -> Dispatch {
+    let n = bound;
     let mut comparators = Vec::new();
     let mut touched = Vec::new();
     for group in push.group_offset..push.group_offset + groups {
@@ -844,6 +903,189 @@ mod tests {
             let levels = 32 - (n - 1).leading_zeros();
             let run: u32 = plan.passes.iter().skip(1).map(|p| Segment::decode(&p.push).substages()).sum();
             assert_eq!(run, (t + 1..=levels).sum::<u32>(), "n={n} t={t}");
+        }
+    }
+
+    /// The trace of `plan` through a binding with a GPU-side count: each dispatch trimmed by its
+    /// rule, as the indirect arguments `dispatch_args` writes are.
+    fn counted_trace(plan: &Plan, options: RecordOptions, count: u32) -> Trace {
+        let mut recording = Recording::default();
+        record_passes(&mut recording, plan, &options);
+        let rules = crate::network::dispatch_rules(plan, options.max_groups_per_dispatch);
+        Trace::expand_counted(&recording, plan.n, plan.geometry, count, &rules)
+    }
+
+    /// A capacity's plans of every kind: global and local merges, segment passes, each also
+    /// looping on few workgroups.
+    fn counted_plans(capacity: u32, geometry: Geometry, flags: u32) -> Vec<Plan> {
+        let merges = Plan::new(capacity, geometry, flags).expect("a valid geometry");
+        let segments = Plan::segmented(capacity, geometry, flags).expect("a valid geometry");
+        vec![
+            merges.clone(),
+            merges.looping_passes(2, |_| u32::MAX),
+            segments.clone(),
+            segments.looping_passes(1, |_| 2),
+        ]
+    }
+
+    /// What every counted trace must keep: no hazard, and no element at the count or past it
+    /// read or written.
+    fn check_counted_trace(trace: &Trace, count: u32, what: &str) {
+        assert_eq!(trace.hazards(), vec![], "{what}");
+        for d in trace.dispatches() {
+            assert!(d.touched.iter().all(|&e| e < count), "{what}: {:?} touches past the count", d.kind);
+        }
+    }
+
+    #[test]
+    fn counted_sorts_sort_exactly_the_count_for_every_zero_one_input() {
+        // The 0-1 principle over every capacity up to 20 and every count up to it (and one past
+        // it, which is clamped): the passes planned for the capacity, each dispatch trimmed by its
+        // rule, sort the first min(count, capacity) elements and leave every later one as it was.
+        let split = RecordOptions { max_groups_per_dispatch: 2, drop_barrier_before_pass: None };
+        let cases = [
+            (Geometry { tile_log2: 1, global_wg: 1, fused: 1 }, ALL_GROUPS),
+            (Geometry { tile_log2: 2, global_wg: 2, fused: 2 }, split),
+            (Geometry { tile_log2: 2, global_wg: 1, fused: 3 }, ALL_GROUPS),
+            (Geometry { tile_log2: 3, global_wg: 2, fused: 4 }, split),
+        ];
+        for (geometry, options) in cases {
+            for order in [Order::Ascending, Order::Descending] {
+                let flags = key_flags(KeyKind::U32, order);
+                for capacity in 0..=20u32 {
+                    for plan in counted_plans(capacity, geometry, flags) {
+                        for count in 0..=capacity + 1 {
+                            let what =
+                                format!("{geometry:?} {order:?} capacity {capacity} count {count}: {:?}", plan.passes);
+                            let trace = counted_trace(&plan, options, count);
+                            let c = count.min(capacity);
+                            check_counted_trace(&trace, c, &what);
+                            let inputs = 1u64 << c;
+                            let mut first = 0u64;
+                            while first < inputs {
+                                let live = (inputs - first).min(64);
+                                // Elements past the count hold a pattern that must survive.
+                                let past = |i: u32| 0x9e37_79b9_7f4a_7c15u64.rotate_left(i);
+                                let mut lanes: Vec<u64> = (0..capacity)
+                                    .map(|i| {
+                                        if i < c {
+                                            (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b))
+                                        } else {
+                                            past(i)
+                                        }
+                                    })
+                                    .collect();
+                                trace.run_bitsliced(&mut lanes);
+                                let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
+                                for i in 1..c as usize {
+                                    let (a, b) = (lanes[i - 1], lanes[i]);
+                                    let out_of_order = match order {
+                                        Order::Ascending => a & !b,
+                                        Order::Descending => !a & b,
+                                    };
+                                    assert_eq!(out_of_order & live_lanes, 0, "{what}: unsorted at {i}");
+                                }
+                                for b in 0..live {
+                                    let ones = lanes[..c as usize].iter().map(|w| (w >> b) & 1).sum::<u64>();
+                                    assert_eq!(ones, u64::from((first + b).count_ones()), "{what}: lane {b}");
+                                }
+                                for i in c..capacity {
+                                    assert_eq!(lanes[i as usize], past(i), "{what}: element {i} changed");
+                                }
+                                first += 64;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counted_sorts_of_several_tiles_sort_random_pairs_up_to_the_count() {
+        // Capacities of up to 40 tiles and random counts (with the edges: 0, 1, 2, a tile and
+        // either side of it, the capacity and either side of it), every key kind and order, pairs:
+        // the first min(count, capacity) elements sorted with their values, the rest untouched.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0xc0_47);
+        for (geometry, options) in [
+            (Geometry { tile_log2: 2, global_wg: 2, fused: 2 }, ALL_GROUPS),
+            (
+                Geometry { tile_log2: 3, global_wg: 4, fused: 3 },
+                RecordOptions { max_groups_per_dispatch: 3, drop_barrier_before_pass: None },
+            ),
+        ] {
+            let tile = geometry.tile();
+            for capacity in (0..=40 * tile).step_by(3).chain([64 * tile, 64 * tile + 1]) {
+                for kind in [KeyKind::U32, KeyKind::I32, KeyKind::F32] {
+                    for order in [Order::Ascending, Order::Descending] {
+                        let flags = key_flags(kind, order);
+                        let mut counts = vec![0, 1, 2, tile - 1, tile, tile + 1, capacity.saturating_sub(1), capacity];
+                        counts.extend([capacity + 5, rng.random_range(0..=capacity), rng.random_range(0..=capacity)]);
+                        for plan in counted_plans(capacity, geometry, flags) {
+                            for &count in &counts {
+                                let what = format!("{geometry:?} {kind:?} {order:?} capacity {capacity} count {count}");
+                                let trace = counted_trace(&plan, options, count);
+                                let c = count.min(capacity) as usize;
+                                check_counted_trace(&trace, c as u32, &what);
+                                let input: Vec<u32> = (0..capacity)
+                                    .map(|_| [0, 1, 0x8000_0000, u32::MAX, rng.random()][rng.random_range(0..5)])
+                                    .collect();
+                                let (mut keys, mut values) = (input.clone(), (0..capacity).collect::<Vec<u32>>());
+                                trace.run(&mut keys, Some(&mut values));
+                                check_pairs(kind, order, &input[..c], &keys[..c], &values[..c], &what);
+                                assert_eq!(&keys[c..], &input[c..], "{what}: keys past the count");
+                                assert_eq!(
+                                    values[c..],
+                                    (c as u32..capacity).collect::<Vec<u32>>(),
+                                    "{what}: values past the count"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_dispatch_rule_counts_the_workgroups_whose_first_element_is_below_the_count() {
+        // Against the shaders' index rules, workgroup by workgroup: for every pass of every plan
+        // kind and every count, the rule gives the workgroups whose first element lies below
+        // min(count, n) (at most the loop stride of a looping pass), none where the count needs no
+        // substage of the pass; at count n, the recorded workgroups (expand_counted asserts it).
+        for tile_log2 in 1..=4 {
+            let geometry = Geometry { tile_log2, global_wg: 2, fused: 3 };
+            let t = geometry.tile();
+            for n in (0..=150).chain([1 << 11, (1 << 11) + 7]) {
+                for plan in counted_plans(n, geometry, 0) {
+                    counted_trace(
+                        &plan,
+                        RecordOptions { max_groups_per_dispatch: 2, drop_barrier_before_pass: None },
+                        n,
+                    );
+                    for pass in &plan.passes {
+                        let first = |w: u32| -> u64 {
+                            match pass.kind {
+                                PassKind::TileSort => u64::from(w * t),
+                                PassKind::LocalMerge => u64::from(w * (t << pass.substages)),
+                                PassKind::GlobalMerge => {
+                                    let low = pass.push.inc >> (pass.substages - 1);
+                                    u64::from(slot_index(w * geometry.global_wg, 0, low, pass.substages, false))
+                                }
+                                PassKind::SegmentMerge => Segment::decode(&pass.push).element(tile_log2, w, 0),
+                            }
+                        };
+                        let rule = pass.rule(&plan.geometry, 0, u32::MAX);
+                        for c in 0..=n + 1 {
+                            let bound = u64::from(c.min(n));
+                            let below = (0..).take_while(|&w| first(w) < bound).count() as u32;
+                            let needed = pass.first_stage() <= crate::segment::ceil_log2(bound);
+                            let expect = if needed { below.min(pass.workgroups) } else { 0 };
+                            assert_eq!(rule.groups(c, n), expect, "t={tile_log2} n={n} count {c}: {pass:?}");
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -29,8 +29,8 @@
 //! substages ([`Segment`]).
 
 use crate::abi::{
-    PassKind, PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD, SEGMENT_HIGH_BIT_SHIFT,
-    SEGMENT_HIGH_SHIFT, SEGMENT_TAIL,
+    DispatchRule, PassKind, PushConstants, FLAG_FROM_IMAGE_ON_STORE, FLAG_TO_IMAGE_ON_LOAD, NEXT_STAGE_SHIFT,
+    SEGMENT_HIGH_BIT_SHIFT, SEGMENT_HIGH_SHIFT, SEGMENT_TAIL,
 };
 use crate::error::{Error, Result};
 use crate::segment::{ceil_log2, segment_shapes, Segment, SegmentRuns};
@@ -58,6 +58,47 @@ pub struct Pass {
     pub push: PushConstants,
 }
 
+impl Pass {
+    /// The stage of the pass's first substage: a segment pass that starts with the last strides
+    /// of one stage and then runs the next stage's flip ends in the next stage.
+    pub fn first_stage(&self) -> u32 {
+        match self.kind {
+            PassKind::TileSort => 1,
+            PassKind::GlobalMerge | PassKind::LocalMerge => self.stage,
+            PassKind::SegmentMerge => {
+                let segment = Segment::decode(&self.push);
+                self.stage - u32::from(segment.tail && segment.flip)
+            }
+        }
+    }
+
+    /// The rule that trims the dispatch of workgroups `offset .. offset + size` of this pass to a
+    /// GPU-side count ([`DispatchRule::groups`]): the workgroups whose first element lies below
+    /// the count, or none where the count needs no substage of the pass. Each kind's count of
+    /// workgroups for n elements is the same rule at count n.
+    pub fn rule(&self, geometry: &Geometry, offset: u32, size: u32) -> DispatchRule {
+        let t = geometry.tile_log2;
+        let (a, p, k, d) = match self.kind {
+            PassKind::TileSort => (t, 0, 0, 1),
+            // A windowed local merge takes 2^substages tiles a workgroup.
+            PassKind::LocalMerge => (t + self.substages, 0, 0, 1),
+            PassKind::GlobalMerge => {
+                // Groups of 2^m elements of smallest stride `low`, one an invocation.
+                let low = self.push.inc >> (self.substages - 1);
+                (0, low.trailing_zeros(), self.substages, geometry.global_wg)
+            }
+            PassKind::SegmentMerge => {
+                // Segment::element: a workgroup's first element takes the coset bits from bit
+                // `low`, skipping the high run (and the flip's bit), 2^(t - u) cosets a workgroup.
+                let segment = Segment::decode(&self.push);
+                let u = segment.used_bits();
+                (segment.low, segment.high_bit - segment.low, segment.high + u32::from(segment.flip), 1 << (t - u))
+            }
+        };
+        DispatchRule { a, p, k, d, cap: self.workgroups, offset, size, first_stage: self.first_stage() }
+    }
+}
+
 /// The passes of one sort of n elements.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -78,6 +119,7 @@ impl Plan {
         let t = geometry.tile_log2;
         let levels = ceil_log2(u64::from(n));
         if levels <= t {
+            // One pass at most: it has no next one.
             return Ok(plan);
         }
         let passes = &mut plan.passes;
@@ -126,6 +168,7 @@ impl Plan {
                 },
             });
         }
+        plan.link_stages();
         Ok(plan)
     }
 
@@ -199,6 +242,15 @@ impl Plan {
         self
     }
 
+    /// Writes into each pass's `flags` the first stage of the pass after it (0 for the last), so
+    /// that with a GPU-side count the last pass that count needs stores keys (`stores_keys`).
+    fn link_stages(&mut self) {
+        let next: Vec<u32> = self.passes.iter().skip(1).map(Pass::first_stage).chain([0]).collect();
+        for (pass, next) in self.passes.iter_mut().zip(next) {
+            pass.push.flags |= next << NEXT_STAGE_SHIFT;
+        }
+    }
+
     /// Index of the first pass of the last stage: the pass that reads, in its first workgroup, what
     /// the last workgroup of the pass before it wrote. Dropping the barrier before it is the
     /// surest way to expose a missing barrier on a real GPU.
@@ -259,6 +311,7 @@ impl Plan {
                 },
             });
         }
+        plan.link_stages();
         Ok(plan)
     }
 }

@@ -134,6 +134,25 @@ pub struct PassStudy {
 }
 
 impl Sorter {
+    /// Sorts through a binding with a GPU-side count from now on (`None`: without): each later
+    /// sort, timed or not, takes min(count, n) elements, the count written into a buffer of the
+    /// sorter's on the GPU before its passes, which are recorded for n and trimmed to the count by
+    /// indirect dispatches, as a renderer's are (`bitonic-vk bench --count`). The elements past
+    /// the count come back as they went in.
+    pub fn set_gpu_count(&mut self, count: Option<u32>) {
+        self.gpu_count = count;
+    }
+
+    /// Writes the GPU-side count into its buffer (where there is one), before the input barrier
+    /// that orders the sort's passes after every transfer.
+    pub(crate) fn write_count(&self, cmd: vk::CommandBuffer) {
+        if let (Some(count), true) = (self.gpu_count, self.count_buffer.is_some()) {
+            record::fill(&self.ctx.shared.device, cmd, raw(&self.count_buffer), count);
+        }
+    }
+}
+
+impl Sorter {
     /// Measures the pass model's costs on this device: the median over `reps` runs of a vec4 copy
     /// of `elements` u32 words (rounded down to a multiple of 4) between the sorter's two device
     /// buffers, and of chains of `chain` empty dispatches with and without barriers, all in one

@@ -225,6 +225,7 @@ impl Sorter {
         // Reset once for every sort: a reset in an earlier submission serves the later ones.
         record::reset_queries(device, cmd, self.queries, per_sort * reps);
         record::copy(device, cmd, &upload);
+        self.write_count(cmd);
         // The upload before the first copy into place reads the device copies.
         record::barrier(
             device,

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::cli::TuningArgs;
 use crate::data::{self, BenchKey, Distribution, KeyType};
 use crate::output::{self, Panel, Series};
-use crate::sizes::{parse_sizes, SizeList};
+use crate::sizes::{parse_counts, parse_sizes, CountList, SizeList};
 use crate::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 #[derive(Args)]
@@ -72,6 +72,13 @@ pub struct BenchArgs {
     /// lead before the timed ones are submitted one by one too.
     #[arg(long, value_enum, default_value_t = Submit::Batch)]
     submit: Submit,
+    /// GPU-side counts: sort through a binding with the capacity of each size whose count, written
+    /// on the GPU, is each of these (numbers, powers such as 2^15, or shares such as 25%): the
+    /// passes recorded for the capacity and trimmed to the count by indirect dispatches, as a
+    /// renderer's culled particles are. The first min(count, n) elements are checked sorted and
+    /// the rest unchanged; the CPU baselines sort that many.
+    #[arg(long, value_parser = parse_counts, value_name = "LIST")]
+    count: Option<CountList>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,6 +98,9 @@ enum Submit {
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     n: u64,
+    /// The GPU-side count (`--count`; left out without): the elements sorted are min(count, n).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
     key_type: KeyType,
     pairs: bool,
     order: &'static str,
@@ -138,6 +148,7 @@ fn ms(d: Duration) -> f64 {
 /// Everything one case needs besides its key type.
 struct Case<'a> {
     n: usize,
+    count: Option<u64>,
     dist: Distribution,
     order: Order,
     pairs: bool,
@@ -224,11 +235,17 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     }
     let mut cases = Vec::new();
     for &n in &sizes {
-        for &key_type in &args.types {
-            for &dist in &args.dists {
-                for &order in &args.order {
-                    for &payload in &args.payload {
-                        cases.push((n, key_type, dist, order.into(), payload == Payload::Pairs));
+        let counts: Vec<Option<u64>> = match &args.count {
+            Some(CountList(list)) => list.iter().map(|c| Some(c.of(n))).collect(),
+            None => vec![None],
+        };
+        for &count in &counts {
+            for &key_type in &args.types {
+                for &dist in &args.dists {
+                    for &order in &args.order {
+                        for &payload in &args.payload {
+                            cases.push((n, count, key_type, dist, order.into(), payload == Payload::Pairs));
+                        }
                     }
                 }
             }
@@ -240,9 +257,11 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Run(anyhow!("progress bar: {e}")))?
             .progress_chars("=> "),
     );
+    let counted = args.count.is_some();
     println!(
-        "{:>10} {:>4} {:>5} {:>4} {:>13} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>7} {:>9} {:>6} {:>9} {:>9}  check",
+        "{:>10}{} {:>4} {:>5} {:>4} {:>13} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>7} {:>9} {:>6} {:>9} {:>9}  check",
         "n",
+        if counted { format!(" {:>10}", "count") } else { String::new() },
         "type",
         "kind",
         "ord",
@@ -260,11 +279,13 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         "rayon ms"
     );
     let mut rows = Vec::new();
-    for (n, key_type, dist, order, pairs) in cases {
+    for (n, count, key_type, dist, order, pairs) in cases {
         let kind = if pairs { "pairs" } else { "keys" };
         progress.set_message(format!("n = {n}, {} {kind}, {}", key_type.name(), dist.name()));
+        sorter.set_gpu_count(count.map(|c| c as u32));
         let case = Case {
             n: n as usize,
+            count,
             dist,
             order,
             pairs,
@@ -293,8 +314,9 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
         progress.suspend(|| {
             println!(
-                "{:>10} {:>4} {:>5} {:>4} {:>13} {:>6} {:>10} {:>10} {:>10} {:>10.4} {:>9.1} {:>7} {:>9} {:>6} {:>9.3} {:>9.3}  {}",
+                "{:>10}{} {:>4} {:>5} {:>4} {:>13} {:>6} {:>10} {:>10} {:>10} {:>10.4} {:>9.1} {:>7} {:>9} {:>6} {:>9.3} {:>9.3}  {}",
                 row.n,
+                row.count.map_or(String::new(), |c| format!(" {c:>10}")),
                 key_type.name(),
                 kind,
                 if order == Order::Ascending { "asc" } else { "desc" },
@@ -317,6 +339,12 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
         progress.inc(1);
     }
     progress.finish_and_clear();
+    sorter.set_gpu_count(None);
+    if counted {
+        println!(
+            "count: a GPU-side count; the binding has the capacity n, its passes are trimmed to min(count, n) elements by indirect dispatches, and Mkeys/s, GB/s and the model count those elements"
+        );
+    }
     println!(
         "gpu ms: timestamps from {} to the end of the last pass, median (min, max) of {} sorts {} after {} more{}; wall ms: one sort including upload and download (median of {}); Mkeys/s and GB/s from the GPU median (GB/s: the input's bytes read and written once); model ms: passes x (bytes per pass / copy bandwidth + dispatch and barrier); cpu ms: sort_unstable, rayon ms: par_sort_unstable on {} threads (median of up to {} runs, at most about {} s each)",
         match args.time_from {
@@ -383,18 +411,21 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
     let input: Vec<K> = data::generate(n, case.dist, case.seed);
     let indices: Vec<u32> = (0..n as u32).collect();
     let verify = !args.no_verify;
+    // With a GPU-side count, the first `sorted` elements are sorted and the rest stay as they are.
+    let sorted = case.count.map_or(n, |c| (c as usize).min(n));
 
     // CPU baselines, the first of which is the reference the GPU results are checked against.
-    let (cpu, par_cpu, expect) = if pairs {
-        let tuples: Vec<(K, u32)> = input.iter().copied().zip(indices.iter().copied()).collect();
-        let (cpu, sorted) = time_cpu(&tuples, args.reps, |d| data::cpu_sort_pairs(d, order, false));
+    let (cpu, par_cpu, mut expect) = if pairs {
+        let tuples: Vec<(K, u32)> = input[..sorted].iter().copied().zip(indices.iter().copied()).collect();
+        let (cpu, result) = time_cpu(&tuples, args.reps, |d| data::cpu_sort_pairs(d, order, false));
         let (par, _) = time_cpu(&tuples, args.reps, |d| data::cpu_sort_pairs(d, order, true));
-        (cpu, par, sorted.into_iter().map(|p| p.0).collect::<Vec<K>>())
+        (cpu, par, result.into_iter().map(|p| p.0).collect::<Vec<K>>())
     } else {
-        let (cpu, sorted) = time_cpu(&input, args.reps, |d| data::cpu_sort(d, order, false));
-        let (par, _) = time_cpu(&input, args.reps, |d| data::cpu_sort(d, order, true));
-        (cpu, par, sorted)
+        let (cpu, result) = time_cpu(&input[..sorted], args.reps, |d| data::cpu_sort(d, order, false));
+        let (par, _) = time_cpu(&input[..sorted], args.reps, |d| data::cpu_sort(d, order, true));
+        (cpu, par, result)
     };
+    expect.extend_from_slice(&input[sorted..]);
     let check = |keys: &[K], values: &[u32], what: &str| -> Result<(), Failure> {
         if verify {
             data::check(&input, &expect, keys, pairs.then_some(values))
@@ -473,10 +504,11 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
 
     let element_bytes = (size_of::<K>() + if pairs { 4 } else { 0 }) as f64;
     let gpu = (!gpu_times.is_empty()).then(|| median(&gpu_times));
-    let model = case.calibration.map(|c| ms(c.predict(passes, n as f64 * element_bytes * 2.0)));
+    let model = case.calibration.map(|c| ms(c.predict(passes, sorted as f64 * element_bytes * 2.0)));
     let rate_time = gpu.unwrap_or(median(&wall_times)).as_secs_f64();
     Ok(Row {
         n: n as u64,
+        count: case.count,
         key_type,
         pairs,
         order: case_order(order),
@@ -486,8 +518,8 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
         gpu_ms_min: gpu_times.first().copied().map(ms),
         gpu_ms_max: gpu_times.last().copied().map(ms),
         wall_ms_median: ms(median(&wall_times)),
-        mkeys_per_s: n as f64 / rate_time / 1e6,
-        gb_per_s: gpu.map(|g| n as f64 * element_bytes * 2.0 / g.as_secs_f64() / 1e9),
+        mkeys_per_s: sorted as f64 / rate_time / 1e6,
+        gb_per_s: gpu.map(|g| sorted as f64 * element_bytes * 2.0 / g.as_secs_f64() / 1e9),
         model_ms: gpu.and(model),
         cpu_ms_median: ms(cpu),
         par_cpu_ms_median: ms(par_cpu),

@@ -55,6 +55,53 @@ pub fn parse_sizes(s: &str) -> Result<SizeList, String> {
     Ok(SizeList(sizes))
 }
 
+/// One GPU-side count of `bench --count`: a number of elements or a share of each size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CountSpec {
+    /// This many elements (a count above the size is clamped to it, as on the GPU).
+    Elements(u64),
+    /// This percentage of each size, rounded down.
+    Percent(f64),
+}
+
+impl CountSpec {
+    /// The count for a sort of n elements.
+    pub fn of(&self, n: u64) -> u64 {
+        match *self {
+            CountSpec::Elements(count) => count,
+            CountSpec::Percent(p) => (n as f64 * p / 100.0) as u64,
+        }
+    }
+}
+
+/// Counts in the order given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountList(pub Vec<CountSpec>);
+
+/// A comma-separated list of counts: numbers, powers of two, or percentages such as `25%`.
+pub fn parse_counts(s: &str) -> Result<CountList, String> {
+    let counts = s
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            match item.strip_suffix('%') {
+                Some(p) => match p.trim().parse::<f64>() {
+                    Ok(p) if (0.0..=100.0).contains(&p) => Ok(CountSpec::Percent(p)),
+                    _ => Err(format!("`{item}`: a percentage is a number from 0 to 100 followed by %")),
+                },
+                None => {
+                    let count = parse_size(item)?;
+                    if count > u64::from(u32::MAX) {
+                        return Err(format!("`{item}`: a GPU-side count is a u32"));
+                    }
+                    Ok(CountSpec::Elements(count))
+                }
+            }
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(CountList(counts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +119,18 @@ mod tests {
     fn rejects_bad_syntax() {
         for bad in ["", "2^", "3^4", "2^x", "abc", "-5", "10..", "..10", "20..10", "0..4", "2^63", "1,,2"] {
             assert!(parse_sizes(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn counts_are_numbers_powers_or_percentages() {
+        assert_eq!(
+            parse_counts("4096, 2^15,25%").expect("valid").0,
+            vec![CountSpec::Elements(4096), CountSpec::Elements(1 << 15), CountSpec::Percent(25.0)]
+        );
+        assert_eq!(CountSpec::Percent(25.0).of(1 << 20), 1 << 18);
+        for bad in ["", "101%", "-1%", "x%", "2^33", "abc"] {
+            assert!(parse_counts(bad).is_err(), "{bad}");
         }
     }
 }
