@@ -51,7 +51,7 @@ use crate::gpu::memory::OwnBuffer;
 use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts};
 use crate::gpu::record::{self, PassBarrier, VulkanEncoder, ARGS_SLOT_BYTES};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::network::{dispatch_rules, record_passes, Plan, RecordOptions};
+use crate::network::{dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
 use crate::segment::ceil_log2;
 use crate::tuning::{check_size, BindingShape, Sizing, Tuning};
 
@@ -424,7 +424,7 @@ impl SortRecorder {
         });
         for n in lengths.chain([u64::from(capacity)]).filter(|&n| n >= 2 && n <= u64::from(capacity)) {
             let plan = self.plan_for(key, n as u32, 0)?;
-            most = most.max(dispatch_rules(&plan, max_groups).len() as u32);
+            most = most.max(dispatch_count(&plan, max_groups) as u32);
         }
         Ok(2 * most + 8)
     }
@@ -731,7 +731,7 @@ impl SortRecorder {
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let plan = self.plan_for(&self.kernels[binding.kernels].key, n, key_flags(kind, order))?;
         if binding.gpu_count {
-            let dispatches = dispatch_rules(&plan, self.info.limits.max_compute_work_group_count_x).len();
+            let dispatches = dispatch_count(&plan, self.info.limits.max_compute_work_group_count_x);
             if dispatches > binding.args_slots as usize {
                 return Err(Error::InvalidOption {
                     name: "n",

@@ -7,7 +7,7 @@ use ash::vk;
 use crate::abi::{DispatchRule, PushConstants, ARGS_PER_DISPATCH};
 use crate::network::{Encoder, Pass};
 
-use super::pipelines::Kernels;
+use super::pipelines::{Kernels, ARGS_PUSH_HEAD, PUSH_BYTES};
 
 /// How the barrier between two passes is expressed. Every flavour orders the same accesses:
 /// compute-shader writes before later compute-shader reads and writes.
@@ -215,16 +215,17 @@ pub(crate) fn dispatch_args(
         (vk::PipelineStageFlags::DRAW_INDIRECT | vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
         (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
     );
+    let head = ARGS_PUSH_HEAD * 4;
+    let mut bytes = [0u8; PUSH_BYTES as usize];
     for (chunk, some) in rules.chunks(ARGS_PER_DISPATCH as usize).enumerate() {
-        let head = [n, batches, some.len() as u32, chunk as u32 * ARGS_PER_DISPATCH];
-        let mut words: Vec<u32> = head.to_vec();
-        words.extend(
-            some.iter().flat_map(|r| bytemuck::cast_slice::<DispatchRule, u32>(std::slice::from_ref(r)).to_vec()),
-        );
-        // SAFETY: the layout's push-constant range covers PUSH_BYTES, at least the head and
+        let words = [n, batches, some.len() as u32, chunk as u32 * ARGS_PER_DISPATCH];
+        bytes[..head].copy_from_slice(bytemuck::cast_slice(&words));
+        let body: &[u8] = bytemuck::cast_slice(some);
+        bytes[head..head + body.len()].copy_from_slice(body);
+        // SAFETY: the layout's push-constant range covers PUSH_BYTES, the head and
         // ARGS_PER_DISPATCH rules (see pipelines.rs).
         unsafe {
-            device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::cast_slice(&words))
+            device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes[..head + body.len()])
         };
         dispatch_rows(device, cmd, 1, 1);
     }

@@ -63,12 +63,17 @@ pub fn dispatch_pass(enc: &mut impl Encoder, pass: &Pass, max_groups: u32) {
 }
 
 /// The dispatches a pass of `workgroups` is split into, as (first workgroup, workgroups).
-fn splits(workgroups: u32, max_groups: u32) -> impl Iterator<Item = (u32, u32)> {
+fn splits(workgroups: u32, max_groups: u32) -> impl ExactSizeIterator<Item = (u32, u32)> {
     let max_groups = max_groups.max(1);
     (0..workgroups.div_ceil(max_groups)).map(move |i| {
         let offset = i * max_groups;
         (offset, (workgroups - offset).min(max_groups))
     })
+}
+
+/// How many dispatches [`record_passes`] records for `plan`: as many as [`dispatch_rules`] has.
+pub fn dispatch_count(plan: &Plan, max_groups: u32) -> usize {
+    plan.passes.iter().map(|pass| splits(pass.workgroups, max_groups).len()).sum()
 }
 
 /// The rule of every dispatch [`record_passes`] records for `plan`, in order: what the

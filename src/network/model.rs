@@ -479,26 +479,32 @@ mod tests {
                         let mut lanes: Vec<u64> =
                             (0..n).map(|i| (0..live).fold(0u64, |w, b| w | ((((first + b) >> i) & 1) << b))).collect();
                         trace.run_bitsliced(&mut lanes);
-                        let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
                         let what = || format!("{geometry:?} {options:?} {order:?} n={n} inputs from {first:#b}");
-                        // In order: no lane has a 1 before a 0 (ascending) or a 0 before a 1.
-                        for i in 1..n as usize {
-                            let (a, b) = (lanes[i - 1], lanes[i]);
-                            let out_of_order = match order {
-                                Order::Ascending => a & !b,
-                                Order::Descending => !a & b,
-                            };
-                            assert_eq!(out_of_order & live_lanes, 0, "{}: unsorted at {i}", what());
-                        }
-                        // Nothing lost or invented: each lane keeps its input's number of ones.
-                        for b in 0..live {
-                            let ones = lanes.iter().map(|w| (w >> b) & 1).sum::<u64>();
-                            assert_eq!(ones, u64::from((first + b).count_ones()), "{}: lane {b}", what());
-                        }
+                        check_zero_one(&lanes, order, first, live, what);
                         first += 64;
                     }
                 }
             }
+        }
+    }
+
+    /// Checks the bitsliced result of inputs `first .. first + live` (bit b of `lanes[i]` is
+    /// element i of input first + b): each lane sorted, and holding its input's number of ones.
+    fn check_zero_one(lanes: &[u64], order: Order, first: u64, live: u64, what: impl Fn() -> String) {
+        let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
+        // In order: no lane has a 1 before a 0 (ascending) or a 0 before a 1.
+        for i in 1..lanes.len() {
+            let (a, b) = (lanes[i - 1], lanes[i]);
+            let out_of_order = match order {
+                Order::Ascending => a & !b,
+                Order::Descending => !a & b,
+            };
+            assert_eq!(out_of_order & live_lanes, 0, "{}: unsorted at {i}", what());
+        }
+        // Nothing lost or invented: each lane keeps its input's number of ones.
+        for b in 0..live {
+            let ones = lanes.iter().map(|w| (w >> b) & 1).sum::<u64>();
+            assert_eq!(ones, u64::from((first + b).count_ones()), "{}: lane {b}", what());
         }
     }
 
@@ -976,19 +982,7 @@ mod tests {
                                     })
                                     .collect();
                                 trace.run_bitsliced(&mut lanes);
-                                let live_lanes = if live == 64 { u64::MAX } else { (1 << live) - 1 };
-                                for i in 1..c as usize {
-                                    let (a, b) = (lanes[i - 1], lanes[i]);
-                                    let out_of_order = match order {
-                                        Order::Ascending => a & !b,
-                                        Order::Descending => !a & b,
-                                    };
-                                    assert_eq!(out_of_order & live_lanes, 0, "{what}: unsorted at {i}");
-                                }
-                                for b in 0..live {
-                                    let ones = lanes[..c as usize].iter().map(|w| (w >> b) & 1).sum::<u64>();
-                                    assert_eq!(ones, u64::from((first + b).count_ones()), "{what}: lane {b}");
-                                }
+                                check_zero_one(&lanes[..c as usize], order, first, live, || what.clone());
                                 for i in c..capacity {
                                     assert_eq!(lanes[i as usize], past(i), "{what}: element {i} changed");
                                 }
