@@ -77,10 +77,16 @@ void store_sorted(bool map) {
     }
 }
 
+// The stages this tile sort runs: pc.shape, or with a GPU-side count no more than the count's
+// ceil(log2): a larger block's upper half is virtual, and the flip and half-cleaners move nothing.
+uint tile_shape() {
+    return COUNTED ? min(pc.shape, ceil_log2(N)) : pc.shape;
+}
+
 // Whether the tile at `base` takes load_sorted: a full tile of a sort of at least the register
 // stages.
 bool loads_sorted(uint base) {
-    return load_sorts() && pc.shape >= REGISTER_STAGES && N - base >= TILE;
+    return load_sorts() && tile_shape() >= REGISTER_STAGES && N - base >= TILE;
 }
 
 // A full tile at `base` into shared memory with its register stages run (see load_sorts).
@@ -101,20 +107,21 @@ void load_sorted(uint base) {
     store_sorted((pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u);
 }
 
-// Stages 1..pc.shape of the tile in shared memory; with `sorted`, stages
+// Stages 1..tile_shape() of the tile in shared memory; with `sorted`, stages
 // 1..REGISTER_STAGES ran as the tile went in (load_sorted).
 void sort_tile(bool sorted) {
     // Stages 1..REGISTER_STAGES in registers, 2^REGISTER_STAGES consecutive elements per
     // invocation, one barrier for all of them, then the later stages in chunks that may span a
     // stage boundary (tiles of at least that group, with FUSED 2 or more; smaller tiles, for tests,
     // and the unfused pipelines of the barrier study take the general path, one stage after another).
+    uint shape = tile_shape();
     if (FUSED >= 2u && TILE >= (1u << REGISTER_STAGES)) {
-        uint stages = sorted ? REGISTER_STAGES : register_stages(pc.shape);
-        if (stages < pc.shape) {
-            chained_stages(stages + 1u, pc.shape);
+        uint stages = sorted ? REGISTER_STAGES : register_stages(shape);
+        if (stages < shape) {
+            chained_stages(stages + 1u, shape);
         }
     } else {
-        for (uint stage = 1u; stage <= pc.shape; stage++) {
+        for (uint stage = 1u; stage <= shape; stage++) {
             substages(1u << (stage - 1u), stage, true);
         }
     }
@@ -198,8 +205,8 @@ void small_shared(uint t, uint mask) {
 // The largest tile of this form, log2 (tuning::SMALL_MAX_TILE).
 const uint SMALL_MAX_LOG = 11u;
 
-// Stages 1..pc.shape of the tile at `base`, loaded from and stored to the buffers directly.
-// The loops over stages and substages are unrolled up to SMALL_MAX_LOG, leaving at pc.shape,
+// Stages 1..tile_shape() of the tile at `base`, loaded from and stored to the buffers directly.
+// The loops over stages and substages are unrolled up to SMALL_MAX_LOG, leaving at the shape,
 // so that every substage's masks, lanes and branches are literals. Two shared tiles taken in
 // turn (one barrier per shared-memory substage instead of two) gave nothing.
 void small_sort(uint base) {
@@ -227,9 +234,10 @@ void small_sort(uint base) {
         }
     }
     sort_slots(0u, SMALL_BITS, SMALL_BITS);
+    uint shape = tile_shape();
     [[unroll]] for (uint s = SMALL_BITS + 1u; s <= SMALL_MAX_LOG; s++) {
         // One branch past every stage beyond the tile's: one per stage cost the smallest sorts.
-        if (s > pc.shape) {
+        if (s > shape) {
             break;
         }
         // The flip (element i against i ^ (2^s - 1)), then the half-cleaners 2^(s-2) .. 1.

@@ -4,7 +4,7 @@
 pub use crate::abi::{Form, PassKind, Payload, PushConstants, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};
 pub use crate::keys::{from_image, from_image64, key_flags, to_image, to_image64};
 pub use crate::network::model::{Command, Recording, Step, Trace};
-pub use crate::network::{dispatch_rules, pass_count, record_passes, Pass, Plan, RecordOptions};
+pub use crate::network::{direct_dispatches, dispatch_rules, pass_count, record_passes, Pass, Plan, RecordOptions};
 pub use crate::segment::Segment;
 pub use crate::sorter::Hooks;
 pub use crate::tuning::{

@@ -30,12 +30,15 @@
 //!   caller rebinds its own compute state afterwards. Graphics state is untouched. Between passes
 //!   it records `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory
 //!   barriers.
-//! - **GPU-side count**: the sort's first dispatch (`dispatch_args`) reads the count and writes
-//!   the indirect arguments of every dispatch of the passes into a buffer the recorder made at
-//!   `bind`, behind a barrier from the earlier sorts' indirect reads and writes of it; the passes
-//!   then dispatch indirectly, behind a `COMPUTE_SHADER/SHADER_WRITE ->
-//!   DRAW_INDIRECT/INDIRECT_COMMAND_READ` barrier. The count itself is read by compute shaders
-//!   alone, so the **Before** barrier covers it.
+//! - **GPU-side count**: the sort's first pass (the tile sort) is dispatched directly, its
+//!   workgroups past the count returning at once; beside it, `dispatch_args` reads the count and
+//!   writes the indirect arguments of every later dispatch into a buffer the recorder made at
+//!   `bind`, and the barrier after the first pass also makes them visible to `DRAW_INDIRECT`
+//!   `INDIRECT_COMMAND_READ`. The count itself is read by compute shaders alone, so the
+//!   **Before** barrier covers it. Two sorts through one binding need the **After** barrier
+//!   between them anyway (the second reads the keys the first wrote); from `COMPUTE_SHADER`, it
+//!   also orders the first's indirect reads (the logically earlier `DRAW_INDIRECT` stage) before
+//!   the second rewrites the arguments.
 //! - **Lifetimes**: the recorder and every binding must outlive the execution of each command
 //!   buffer they were recorded into; the bound buffers likewise. Drop the recorder only when the
 //!   device has finished that work, and before the device is destroyed.
@@ -49,9 +52,9 @@ use crate::device::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::gpu::memory::OwnBuffer;
 use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts};
-use crate::gpu::record::{self, PassBarrier, VulkanEncoder, ARGS_SLOT_BYTES};
+use crate::gpu::record::{self, PassBarrier, PendingArgs, VulkanEncoder, ARGS_SLOT_BYTES};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::network::{dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
+use crate::network::{direct_dispatches, dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
 use crate::segment::ceil_log2;
 use crate::tuning::{check_size, BindingShape, Sizing, Tuning};
 
@@ -364,8 +367,8 @@ impl SortRecorder {
         let shape = self.sizing.binding(payload, key_width, capacity, batched)?;
         let key = KernelKey { shape, width: key_width, batched, counted: count.is_some() };
         let kernels = self.kernels_for(key, capacity)?;
-        // With a count, every dispatch is indirect: the slots for the most dispatches a sort
-        // through this binding records, and the kernel that writes them.
+        // With a count, every dispatch after the first pass is indirect: the slots for the most
+        // of them a sort through this binding records, and the kernel that writes them.
         let (args, args_slots) = match count {
             None => (None, 0),
             Some(_) => {
@@ -773,12 +776,16 @@ impl SortRecorder {
         };
         let mut encoder = self.encoder(cmd, binding, batches, extras);
         if let (Some((_, args)), Some(kernel)) = (binding.args, &self.args_kernel) {
-            // The arguments of every dispatch for the count, from the rules of the same plan and
-            // splits that record_passes records below.
-            let rules = dispatch_rules(plan, options.max_groups_per_dispatch);
-            record::bind_pipeline(&self.device, cmd, kernel.pipeline);
-            record::dispatch_args(&self.device, cmd, self.layouts.pipeline_layout, plan.n, batches, &rules);
-            encoder.indirect = Some(args);
+            // The arguments of every dispatch after the first pass for the count, from the rules
+            // of the same plan and splits that record_passes records below. A plan of one pass
+            // has none: its tile sort bounds itself by the count.
+            let max_groups = options.max_groups_per_dispatch;
+            let rules = dispatch_rules(plan, max_groups);
+            if !rules.is_empty() {
+                encoder.pending_args = Some(PendingArgs { pipeline: kernel.pipeline, n: plan.n, batches, rules });
+                encoder.indirect = Some(args);
+                encoder.direct_left = direct_dispatches(plan, max_groups);
+            }
         }
         record_passes(&mut encoder, plan, &options);
     }
@@ -800,7 +807,10 @@ impl SortRecorder {
             barrier: extras.barrier,
             batches,
             indirect: None,
+            direct_left: 0,
             next_args: 0,
+            args_visible: false,
+            pending_args: None,
         }
     }
 }

@@ -13,8 +13,9 @@ use std::cmp::Ordering;
 
 use arbitrary::Arbitrary;
 use bitonic_vk::hooks::{
-    dispatch_rules, geometry as geometry_for, pass_count, record_passes, Geometry, PassKind, Payload, Plan,
-    RecordOptions, Recording, Step, Trace, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32, MAX_FUSED, MAX_TILE,
+    direct_dispatches, dispatch_rules, geometry as geometry_for, pass_count, record_passes, Geometry, PassKind,
+    Payload, Plan, RecordOptions, Recording, Step, Trace, FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32, MAX_FUSED,
+    MAX_TILE,
 };
 use bitonic_vk::{DeviceLimits, KeyWidth, Tuning};
 use libfuzzer_sys::fuzz_target;
@@ -162,7 +163,8 @@ fuzz_target!(|input: Input| {
         None => Trace::expand(&recording, n, geometry),
         Some(count) => {
             let rules = dispatch_rules(&plan, options.max_groups_per_dispatch);
-            Trace::expand_counted(&recording, n, geometry, count, &rules)
+            let direct = direct_dispatches(&plan, options.max_groups_per_dispatch);
+            Trace::expand_counted(&recording, n, geometry, count, direct, &rules)
         }
     };
     // With a count, the first min(count, n) elements are sorted, the rest never touched.

@@ -119,10 +119,27 @@ pub(crate) struct VulkanEncoder<'a> {
     pub barrier: PassBarrier<'a>,
     /// Independent arrays sorted side by side: the dispatches' y dimension (1 for one array).
     pub batches: u32,
-    /// With a GPU-side count, the buffer of indirect arguments that `dispatch_args` wrote, one
-    /// 16-byte slot per dispatch in recording order; `next_args` is the next dispatch's slot.
+    /// With a GPU-side count, the buffer of indirect arguments that `dispatch_args` writes beside
+    /// the first pass, one 16-byte slot per later dispatch in recording order; `next_args` is the
+    /// next indirect dispatch's slot.
     pub indirect: Option<vk::Buffer>,
+    /// Dispatches still to record directly before the indirect ones: the first pass's.
+    pub direct_left: usize,
     pub next_args: u64,
+    /// Whether a barrier has made the arguments visible to the indirect dispatches (the first
+    /// barrier recorded does, in the same barrier as the first pass's writes).
+    pub args_visible: bool,
+    /// `dispatch_args` to record once the first pass's dispatches are in (`pass_done`), so that
+    /// the tile sort launches first and the small kernel runs beside it.
+    pub pending_args: Option<PendingArgs>,
+}
+
+/// What `dispatch_args` is recorded with: its pipeline, and the plan's n, batches and rules.
+pub(crate) struct PendingArgs {
+    pub pipeline: vk::Pipeline,
+    pub n: u32,
+    pub batches: u32,
+    pub rules: Vec<DispatchRule>,
 }
 
 impl Encoder for VulkanEncoder<'_> {
@@ -136,24 +153,37 @@ impl Encoder for VulkanEncoder<'_> {
 
     fn dispatch(&mut self, groups: u32) {
         match self.indirect {
-            None => dispatch_rows(self.device, self.cmd, groups, self.batches),
-            Some(args) => {
+            Some(args) if self.direct_left == 0 => {
                 // SAFETY: a compute pipeline and its descriptor set are bound; `args` is the
                 // binding's STORAGE | INDIRECT_BUFFER buffer, sized at bind for every dispatch a
                 // plan of it records (the recorder checks before recording), its slots written by
-                // `dispatch_args` behind that function's closing barrier, each within the limits
-                // (at most the dispatch's workgroups for n, and the checked batches along y).
+                // `dispatch_args` and made visible by the barrier after the first pass
+                // (`compute_barrier`), each within the limits (at most the dispatch's workgroups
+                // for n, and the checked batches along y).
                 unsafe { self.device.cmd_dispatch_indirect(self.cmd, args, self.next_args * ARGS_SLOT_BYTES) };
                 self.next_args += 1;
+            }
+            _ => {
+                self.direct_left = self.direct_left.saturating_sub(1);
+                dispatch_rows(self.device, self.cmd, groups, self.batches);
             }
         }
     }
 
     fn compute_barrier(&mut self) {
-        self.barrier.record(self.device, self.cmd);
+        if self.indirect.is_some() && !self.args_visible {
+            args_barrier(self.device, self.cmd);
+            self.args_visible = true;
+        } else {
+            self.barrier.record(self.device, self.cmd);
+        }
     }
 
     fn pass_done(&mut self, index: usize) {
+        if let Some(args) = self.pending_args.take() {
+            bind_pipeline(self.device, self.cmd, args.pipeline);
+            dispatch_args(self.device, self.cmd, self.layout, args.n, args.batches, &args.rules);
+        }
         if let Some((pool, first)) = self.pass_timestamps {
             timestamp(self.device, self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, pool, first + index as u32);
         }
@@ -198,9 +228,12 @@ pub(crate) fn dispatch_rows(device: &ash::Device, cmd: vk::CommandBuffer, groups
 pub(crate) const ARGS_SLOT_BYTES: u64 = 16;
 
 /// Records `dispatch_args` for `rules` (its pipeline and the binding's set bound): the arguments
-/// of dispatch i into slot i, `ARGS_PER_DISPATCH` rules a workgroup. Before it, a barrier that
-/// orders the earlier sorts' indirect reads and writes of the slots before these writes; after
-/// it, one that makes them visible to the indirect dispatches.
+/// of indirect dispatch i into slot i, `ARGS_PER_DISPATCH` rules a workgroup. It needs no barrier
+/// of its own: it is recorded after the first pass's dispatches and runs beside them (that pass
+/// is dispatched directly), and the barrier after that pass ([`args_barrier`]) makes its writes visible to the indirect reads. The previous
+/// sort's indirect reads of the slots come before these writes through the barrier the caller
+/// records after that sort (its last writes are the keys this one reads): a barrier's source
+/// stage `COMPUTE_SHADER` takes in the logically earlier `DRAW_INDIRECT` stage.
 pub(crate) fn dispatch_args(
     device: &ash::Device,
     cmd: vk::CommandBuffer,
@@ -209,12 +242,6 @@ pub(crate) fn dispatch_args(
     batches: u32,
     rules: &[DispatchRule],
 ) {
-    barrier(
-        device,
-        cmd,
-        (vk::PipelineStageFlags::DRAW_INDIRECT | vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-    );
     let head = ARGS_PUSH_HEAD * 4;
     let mut bytes = [0u8; PUSH_BYTES as usize];
     for (chunk, some) in rules.chunks(ARGS_PER_DISPATCH as usize).enumerate() {
@@ -229,11 +256,19 @@ pub(crate) fn dispatch_args(
         };
         dispatch_rows(device, cmd, 1, 1);
     }
+}
+
+/// The barrier after the first pass of a sort with a GPU-side count: the pass barrier, whose
+/// destination also takes the indirect reads of the arguments `dispatch_args` wrote beside it.
+pub(crate) fn args_barrier(device: &ash::Device, cmd: vk::CommandBuffer) {
     barrier(
         device,
         cmd,
         (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
-        (vk::PipelineStageFlags::DRAW_INDIRECT, vk::AccessFlags::INDIRECT_COMMAND_READ),
+        (
+            vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::DRAW_INDIRECT,
+            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::INDIRECT_COMMAND_READ,
+        ),
     );
 }
 

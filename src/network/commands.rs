@@ -71,16 +71,27 @@ fn splits(workgroups: u32, max_groups: u32) -> impl ExactSizeIterator<Item = (u3
     })
 }
 
-/// How many dispatches [`record_passes`] records for `plan`: as many as [`dispatch_rules`] has.
-pub fn dispatch_count(plan: &Plan, max_groups: u32) -> usize {
-    plan.passes.iter().map(|pass| splits(pass.workgroups, max_groups).len()).sum()
+/// How many dispatches of the first pass [`record_passes`] records for `plan`. With a GPU-side
+/// count they are direct: the tile sort's workgroups past the count return at once, and the count's
+/// `dispatch_args` kernel runs beside them, so the barrier after the first pass makes the indirect
+/// arguments of every later pass visible without a barrier of their own.
+pub fn direct_dispatches(plan: &Plan, max_groups: u32) -> usize {
+    plan.passes.first().map_or(0, |pass| splits(pass.workgroups, max_groups).len())
 }
 
-/// The rule of every dispatch [`record_passes`] records for `plan`, in order: what the
-/// `dispatch_args` kernel turns into the indirect arguments for a GPU-side count.
+/// How many indirect dispatches [`record_passes`] records for `plan` with a GPU-side count: those
+/// of every pass after the first, as many as [`dispatch_rules`] has.
+pub fn dispatch_count(plan: &Plan, max_groups: u32) -> usize {
+    plan.passes.iter().skip(1).map(|pass| splits(pass.workgroups, max_groups).len()).sum()
+}
+
+/// The rule of every indirect dispatch [`record_passes`] records for `plan` (every pass after the
+/// first), in order: what the `dispatch_args` kernel turns into their arguments for a GPU-side
+/// count.
 pub fn dispatch_rules(plan: &Plan, max_groups: u32) -> Vec<DispatchRule> {
     plan.passes
         .iter()
+        .skip(1)
         .flat_map(|pass| {
             splits(pass.workgroups, max_groups).map(|(offset, size)| pass.rule(&plan.geometry, offset, size))
         })

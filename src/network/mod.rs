@@ -6,5 +6,5 @@ pub mod commands;
 pub mod model;
 pub mod plan;
 
-pub use commands::{dispatch_count, dispatch_rules, record_passes, Encoder, RecordOptions};
+pub use commands::{direct_dispatches, dispatch_count, dispatch_rules, record_passes, Encoder, RecordOptions};
 pub use plan::{pass_count, Pass, Plan};

@@ -6,7 +6,7 @@
 
 use crate::abi::{stores_keys, DispatchRule, PassKind, PushConstants, FLAG_DESCENDING, FLAG_TO_IMAGE_ON_LOAD};
 use crate::keys::{from_image, to_image};
-use crate::segment::Segment;
+use crate::segment::{ceil_log2, Segment};
 use crate::tuning::Geometry;
 
 use super::commands::Encoder;
@@ -114,28 +114,30 @@ impl Trace {
         Trace::expand_with(recording, n, geometry, None)
     }
 
-    /// [`Trace::expand`] for a sort through a binding with a GPU-side count: dispatch i runs
-    /// `rules[i].groups(count, n)` workgroups, as the indirect arguments `dispatch_args` writes
-    /// from the same rules, and every kernel bounds its elements by min(count, n).
+    /// [`Trace::expand`] for a sort through a binding with a GPU-side count: the first `direct`
+    /// dispatches (the first pass's) run the workgroups recorded, and indirect dispatch i after
+    /// them runs `rules[i].groups(count, n)`, as the arguments `dispatch_args` writes from the
+    /// same rules; every kernel bounds its elements by min(count, n).
     ///
     /// # Panics
-    /// As [`Trace::expand`], and where `rules` has another length than the dispatches or a rule
-    /// at count n gives other workgroups than were recorded.
+    /// As [`Trace::expand`], and where `rules` has another length than the indirect dispatches or
+    /// a rule at count n gives other workgroups than were recorded.
     pub fn expand_counted(
         recording: &Recording,
         n: u32,
         geometry: Geometry,
         count: u32,
+        direct: usize,
         rules: &[DispatchRule],
     ) -> Trace {
-        Trace::expand_with(recording, n, geometry, Some((count, rules)))
+        Trace::expand_with(recording, n, geometry, Some((count, direct, rules)))
     }
 
     fn expand_with(
         recording: &Recording,
         n: u32,
         geometry: Geometry,
-        counted: Option<(u32, &[DispatchRule])>,
+        counted: Option<(u32, usize, &[DispatchRule])>,
     ) -> Trace {
         let (mut kind, mut push) = (None, None);
         let mut steps = Vec::new();
@@ -151,8 +153,9 @@ impl Trace {
                     assert_eq!(push.n, n, "push constants name another element count");
                     let (groups, bound) = match counted {
                         None => (recorded, n),
-                        Some((count, rules)) => {
-                            let rule = rules.get(index).expect("a rule for every dispatch");
+                        Some((count, direct, _)) if index < direct => (recorded, count.min(n)),
+                        Some((count, direct, rules)) => {
+                            let rule = rules.get(index - direct).expect("a rule for every indirect dispatch");
                             assert_eq!(rule.groups(n, n), recorded, "dispatch {index}: the rule at count n");
                             (rule.groups(count, n), count.min(n))
                         }
@@ -162,10 +165,10 @@ impl Trace {
                 }
             }
         }
-        if let Some((_, rules)) = counted {
-            assert_eq!(rules.len(), index, "one rule per dispatch");
+        if let Some((_, direct, rules)) = counted {
+            assert_eq!(rules.len() + direct.min(index), index, "one rule per indirect dispatch");
         }
-        Trace { n, count: counted.map(|(count, _)| count.min(n)), steps }
+        Trace { n, count: counted.map(|(count, _, _)| count.min(n)), steps }
     }
 
     /// The dispatches, in order.
@@ -405,8 +408,10 @@ fn expand_dispatch(
                 while base < n {
                     let limit = n - base;
                     if kind == PassKind::TileSort {
+                        // tile_shape(): with a count, no stage past the count's.
+                        let shape = push.shape.min(ceil_log2(u64::from(n)));
                         let mut block = 2;
-                        while block <= 1 << push.shape {
+                        while block <= 1 << shape {
                             tile_substage(&mut comparators, base, tile, limit, block / 2, true);
                             half_cleaners(&mut comparators, base, tile, limit, block / 4);
                             block *= 2;
@@ -917,8 +922,10 @@ mod tests {
     fn counted_trace(plan: &Plan, options: RecordOptions, count: u32) -> Trace {
         let mut recording = Recording::default();
         record_passes(&mut recording, plan, &options);
-        let rules = crate::network::dispatch_rules(plan, options.max_groups_per_dispatch);
-        Trace::expand_counted(&recording, plan.n, plan.geometry, count, &rules)
+        let max = options.max_groups_per_dispatch;
+        let rules = crate::network::dispatch_rules(plan, max);
+        let direct = crate::network::direct_dispatches(plan, max);
+        Trace::expand_counted(&recording, plan.n, plan.geometry, count, direct, &rules)
     }
 
     /// A capacity's plans of every kind: global and local merges, segment passes, each also

@@ -74,8 +74,8 @@ pub struct BenchArgs {
     submit: Submit,
     /// GPU-side counts: sort through a binding with the capacity of each size whose count, written
     /// on the GPU, is each of these (numbers, powers such as 2^15, or shares such as 25%): the
-    /// passes recorded for the capacity and trimmed to the count by indirect dispatches, as a
-    /// renderer's culled particles are. The first min(count, n) elements are checked sorted and
+    /// passes recorded for the capacity, every one after the first trimmed to the count by an
+    /// indirect dispatch, as a renderer's culled particles are. The first min(count, n) elements are checked sorted and
     /// the rest unchanged; the CPU baselines sort that many.
     #[arg(long, value_parser = parse_counts, value_name = "LIST")]
     count: Option<CountList>,
@@ -342,7 +342,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     sorter.set_gpu_count(None);
     if counted {
         println!(
-            "count: a GPU-side count; the binding has the capacity n, its passes are trimmed to min(count, n) elements by indirect dispatches, and Mkeys/s, GB/s and the model count those elements"
+            "count: a GPU-side count; the binding has the capacity n, its first pass bounds itself by min(count, n) and every later pass is an indirect dispatch of the workgroups that needs, and Mkeys/s, GB/s and the model count those elements"
         );
     }
     println!(
