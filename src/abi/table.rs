@@ -72,12 +72,15 @@ pub const DISPATCH_RULE_FIELDS: &[(&str, &str)] = &[
     ),
 ];
 
+/// One rule: its function's name, its parameters, and its steps as (value, expression).
+pub type Rule = (&'static str, &'static [&'static str], &'static [(&'static str, &'static str)]);
+
 /// Rules the host and the shaders both run, as (function, parameters, steps): each step names a
 /// value and gives the expression for it, in the arithmetic GLSL and Rust share (u32 values and
 /// literals, `+ - * / & >> <<`, `min`, `le(x, y)`: 1 if x <= y else 0, `ceil_log2`); the last
 /// step is the result. `build.rs` writes them as GLSL functions (`rules.glsl`) and as Rust
 /// functions (`rules.rs`, in this module), so the two cannot drift apart.
-pub const RULES: &[(&str, &[&str], &[(&str, &str)])] = &[
+pub const RULES: &[Rule] = &[
     (
         // The workgroups of one dispatch of a pass recorded for n, trimmed to the count: those
         // whose first element is below min(count, n), none where the count needs no substage of
