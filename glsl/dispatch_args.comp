@@ -1,7 +1,7 @@
 #version 450
-// dispatch_args: the first dispatch of a sort through a binding with a GPU-side count. It reads
-// the count and writes, for each dispatch the passes were recorded with, the arguments of
-// vkCmdDispatchIndirect: the workgroups that count needs (dispatch_groups, generated into
+// dispatch_args: recorded beside the first pass (the tile sort, dispatched directly) of a sort
+// through a binding with a GPU-side count. It reads the count and writes, for each later dispatch
+// the passes were recorded with, the arguments of vkCmdDispatchIndirect: the workgroups that count needs (dispatch_groups, generated into
 // rules.glsl from src/abi/table.rs, which the host's CPU model runs too) and one row per array.
 // Invocation i takes the i-th of the up to ARGS_PER_DISPATCH rules in the push constants.
 #extension GL_GOOGLE_include_directive : require

@@ -51,9 +51,9 @@ uint tile_base() {
 }
 
 // Whether this workgroup's tile holds any real element. With a host count every dispatched tile
-// does; with a GPU-side count the indirect dispatch holds only workgroups whose first tile does,
-// and a looping workgroup's later tiles past the count return at once (the whole workgroup
-// alike, so no barrier is skipped by part of it).
+// does; with a GPU-side count the tile sort (dispatched for n) and a looping workgroup's later
+// tiles past the count return at once (the whole workgroup alike, so no barrier is skipped by part
+// of it), and the later passes' indirect dispatches hold only workgroups whose first tile does.
 bool tile_live(uint base) {
     return !COUNTED || base < N;
 }

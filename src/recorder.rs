@@ -52,9 +52,9 @@ use crate::device::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::gpu::memory::OwnBuffer;
 use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts};
-use crate::gpu::record::{self, PassBarrier, PendingArgs, VulkanEncoder, ARGS_SLOT_BYTES};
+use crate::gpu::record::{self, Indirect, PassBarrier, PendingArgs, VulkanEncoder, ARGS_SLOT_BYTES};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
-use crate::network::{direct_dispatches, dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
+use crate::network::{dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
 use crate::segment::ceil_log2;
 use crate::tuning::{check_size, BindingShape, Sizing, Tuning};
 
@@ -132,9 +132,9 @@ pub struct SortBinding {
     /// Index of its pipelines in the recorder's `kernels` (which only grows), fixed by `bind`.
     kernels: usize,
     recorder: u64,
-    /// With a GPU-side count: the recorder's buffer of indirect arguments for its dispatches
-    /// (written on the GPU by `dispatch_args` at the start of each sort), as its index in the
-    /// recorder's `args` and its handle, and how many dispatches it holds.
+    /// With a GPU-side count: the recorder's buffer of indirect arguments for the dispatches after
+    /// the first pass (written on the GPU by `dispatch_args` beside that pass), as its index in
+    /// the recorder's `args` and its handle, and how many dispatches it holds.
     args: Option<(usize, vk::Buffer)>,
     args_slots: u32,
 }
@@ -548,9 +548,10 @@ impl SortRecorder {
     /// `cmd`, and returns what it recorded. Nothing is recorded for n < 2. With a GPU-side count
     /// the sort takes min(count, n) elements, the count read on the GPU: pass the capacity as `n`
     /// to be bounded by the binding alone (a count above n is clamped to n). The passes are
-    /// planned for `n` and each is dispatched indirectly with the workgroups that the count needs
-    /// (none for a stage the count does not reach), their arguments written by the sort's first
-    /// dispatch; elements at or past the count are never read or written.
+    /// planned for `n`: the first (the tile sort) is dispatched directly and bounds itself by the
+    /// count, and each later one indirectly with the workgroups that the count needs (none for a
+    /// stage the count does not reach), their arguments written beside the first pass; elements
+    /// at or past the count are never read or written.
     ///
     /// # Safety
     /// `cmd` must be a command buffer of this recorder's device in the recording state, outside a
@@ -779,12 +780,11 @@ impl SortRecorder {
             // The arguments of every dispatch after the first pass for the count, from the rules
             // of the same plan and splits that record_passes records below. A plan of one pass
             // has none: its tile sort bounds itself by the count.
-            let max_groups = options.max_groups_per_dispatch;
-            let rules = dispatch_rules(plan, max_groups);
+            let rules = dispatch_rules(plan, options.max_groups_per_dispatch);
             if !rules.is_empty() {
-                encoder.pending_args = Some(PendingArgs { pipeline: kernel.pipeline, n: plan.n, batches, rules });
-                encoder.indirect = Some(args);
-                encoder.direct_left = direct_dispatches(plan, max_groups);
+                let pending = PendingArgs { pipeline: kernel.pipeline, n: plan.n, batches, rules };
+                encoder.indirect =
+                    Some(Indirect { buffer: args, pending: Some(pending), next_slot: 0, visible: false });
             }
         }
         record_passes(&mut encoder, plan, &options);
@@ -807,10 +807,6 @@ impl SortRecorder {
             barrier: extras.barrier,
             batches,
             indirect: None,
-            direct_left: 0,
-            next_args: 0,
-            args_visible: false,
-            pending_args: None,
         }
     }
 }

@@ -52,6 +52,16 @@ fn no_validation_errors() -> impl Predicate<str> {
     predicate::str::contains("[validation ERROR").not()
 }
 
+/// The rows of `bench`'s table whose result was checked: those ending in "ok".
+fn checked_rows(stdout: &str) -> usize {
+    stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count()
+}
+
+/// The rows `bench --json` wrote.
+fn json_rows(path: &Path) -> Vec<serde_json::Value> {
+    serde_json::from_slice(&fs::read(path).expect("json written")).expect("valid JSON")
+}
+
 #[test]
 fn sorts_a_file_of_u32_keys() {
     let dir = Dir::new();
@@ -265,7 +275,7 @@ fn bench_checks_and_times_each_case() {
         .stderr(no_validation_errors());
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     // Two sizes, keys and pairs by default.
-    assert_eq!(stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count(), 4, "{stdout}");
+    assert_eq!(checked_rows(&stdout), 4, "{stdout}");
     // A CPU device such as lavapipe (CI's) is named as one, and no GPU is.
     assert_eq!(stdout.contains("(CPU,"), stdout.contains("CPU implementation"), "{stdout}");
 }
@@ -282,10 +292,9 @@ fn bench_times_sorts_submitted_one_by_one() {
         .success()
         .stderr(no_validation_errors());
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert_eq!(stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count(), 2, "{stdout}");
+    assert_eq!(checked_rows(&stdout), 2, "{stdout}");
     assert!(stdout.contains("each submitted and waited for on its own"), "{stdout}");
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    let rows = json_rows(&json);
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r["submit"] == "each" && r["verified"] == true), "{rows:?}");
     bitonic().args(["bench", "--sizes", "2^10", "--submit", "never"]).assert().code(2);
@@ -306,8 +315,7 @@ fn bench_writes_json_csv_and_a_plot() {
         .assert()
         .success()
         .stderr(no_validation_errors());
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    let rows = json_rows(&json);
     // 3 sizes x 2 types x 2 distributions, pairs, descending.
     assert_eq!(rows.len(), 12);
     for row in &rows {
@@ -356,9 +364,8 @@ fn bench_times_sorts_through_a_gpu_side_count() {
         .success()
         .stderr(no_validation_errors());
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert_eq!(stdout.lines().filter(|l| l.trim_end().ends_with("ok")).count(), 16, "{stdout}");
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    assert_eq!(checked_rows(&stdout), 16, "{stdout}");
+    let rows = json_rows(&json);
     let counts: Vec<u64> = rows.iter().map(|r| r["count"].as_u64().expect("a count")).collect();
     assert_eq!(counts.iter().filter(|&&c| c == 1250).count(), 4, "{counts:?}");
     assert!(rows.iter().all(|r| r["verified"] == true && r["n"] == 5000), "{rows:?}");
@@ -432,8 +439,7 @@ fn passes_times_each_pass_and_compares_strategies() {
     }
     assert!(stdout.contains("with a buffer barrier each") && stdout.contains("no barrier"), "{stdout}");
     assert!(stdout.contains("checked against the CPU's sort: ok"), "{stdout}");
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&fs::read(&json).expect("json written")).expect("valid JSON");
+    let rows = json_rows(&json);
     for row in &rows {
         for field in ["pass", "kind", "inc", "dir", "gpu_us", "strategy"] {
             assert!(row.get(field).is_some(), "{field} missing from {row}");

@@ -447,8 +447,8 @@ impl Drop for Probes {
     }
 }
 
-/// The `dispatch_args` pipeline: the first dispatch of a sort through a binding with a GPU-side
-/// count, which writes the indirect arguments of every pass's dispatches.
+/// The `dispatch_args` pipeline: recorded beside the first pass of a sort through a binding with a
+/// GPU-side count, it writes the indirect arguments of every later dispatch.
 pub(crate) struct ArgsKernel {
     device: ash::Device,
     pub pipeline: vk::Pipeline,

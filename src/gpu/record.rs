@@ -119,19 +119,24 @@ pub(crate) struct VulkanEncoder<'a> {
     pub barrier: PassBarrier<'a>,
     /// Independent arrays sorted side by side: the dispatches' y dimension (1 for one array).
     pub batches: u32,
-    /// With a GPU-side count, the buffer of indirect arguments that `dispatch_args` writes beside
-    /// the first pass, one 16-byte slot per later dispatch in recording order; `next_args` is the
-    /// next indirect dispatch's slot.
-    pub indirect: Option<vk::Buffer>,
-    /// Dispatches still to record directly before the indirect ones: the first pass's.
-    pub direct_left: usize,
-    pub next_args: u64,
+    /// With a GPU-side count: how the passes after the first dispatch indirectly.
+    pub indirect: Option<Indirect>,
+}
+
+/// The indirect dispatches of a sort with a GPU-side count. The first pass's dispatches are
+/// direct; `dispatch_args` is recorded after them (`pass_done`), so that the tile sort launches
+/// first and the small kernel runs beside it, and every later dispatch reads its slot.
+pub(crate) struct Indirect {
+    /// The binding's buffer of arguments, one 16-byte slot per indirect dispatch in recording
+    /// order.
+    pub buffer: vk::Buffer,
+    /// `dispatch_args`, until it is recorded: while it is pending, dispatches are direct.
+    pub pending: Option<PendingArgs>,
+    /// The next indirect dispatch's slot.
+    pub next_slot: u64,
     /// Whether a barrier has made the arguments visible to the indirect dispatches (the first
-    /// barrier recorded does, in the same barrier as the first pass's writes).
-    pub args_visible: bool,
-    /// `dispatch_args` to record once the first pass's dispatches are in (`pass_done`), so that
-    /// the tile sort launches first and the small kernel runs beside it.
-    pub pending_args: Option<PendingArgs>,
+    /// barrier after `dispatch_args` does, together with the first pass's writes).
+    pub visible: bool,
 }
 
 /// What `dispatch_args` is recorded with: its pipeline, and the plan's n, batches and rules.
@@ -152,35 +157,35 @@ impl Encoder for VulkanEncoder<'_> {
     }
 
     fn dispatch(&mut self, groups: u32) {
-        match self.indirect {
-            Some(args) if self.direct_left == 0 => {
-                // SAFETY: a compute pipeline and its descriptor set are bound; `args` is the
+        match &mut self.indirect {
+            Some(indirect) if indirect.pending.is_none() => {
+                // SAFETY: a compute pipeline and its descriptor set are bound; the buffer is the
                 // binding's STORAGE | INDIRECT_BUFFER buffer, sized at bind for every dispatch a
                 // plan of it records (the recorder checks before recording), its slots written by
                 // `dispatch_args` and made visible by the barrier after the first pass
                 // (`compute_barrier`), each within the limits (at most the dispatch's workgroups
                 // for n, and the checked batches along y).
-                unsafe { self.device.cmd_dispatch_indirect(self.cmd, args, self.next_args * ARGS_SLOT_BYTES) };
-                self.next_args += 1;
+                unsafe {
+                    self.device.cmd_dispatch_indirect(self.cmd, indirect.buffer, indirect.next_slot * ARGS_SLOT_BYTES)
+                };
+                indirect.next_slot += 1;
             }
-            _ => {
-                self.direct_left = self.direct_left.saturating_sub(1);
-                dispatch_rows(self.device, self.cmd, groups, self.batches);
-            }
+            _ => dispatch_rows(self.device, self.cmd, groups, self.batches),
         }
     }
 
     fn compute_barrier(&mut self) {
-        if self.indirect.is_some() && !self.args_visible {
-            args_barrier(self.device, self.cmd);
-            self.args_visible = true;
-        } else {
-            self.barrier.record(self.device, self.cmd);
+        match &mut self.indirect {
+            Some(indirect) if !indirect.visible => {
+                args_barrier(self.device, self.cmd);
+                indirect.visible = true;
+            }
+            _ => self.barrier.record(self.device, self.cmd),
         }
     }
 
     fn pass_done(&mut self, index: usize) {
-        if let Some(args) = self.pending_args.take() {
+        if let Some(args) = self.indirect.as_mut().and_then(|i| i.pending.take()) {
             bind_pipeline(self.device, self.cmd, args.pipeline);
             dispatch_args(self.device, self.cmd, self.layout, args.n, args.batches, &args.rules);
         }
@@ -230,10 +235,11 @@ pub(crate) const ARGS_SLOT_BYTES: u64 = 16;
 /// Records `dispatch_args` for `rules` (its pipeline and the binding's set bound): the arguments
 /// of indirect dispatch i into slot i, `ARGS_PER_DISPATCH` rules a workgroup. It needs no barrier
 /// of its own: it is recorded after the first pass's dispatches and runs beside them (that pass
-/// is dispatched directly), and the barrier after that pass ([`args_barrier`]) makes its writes visible to the indirect reads. The previous
-/// sort's indirect reads of the slots come before these writes through the barrier the caller
-/// records after that sort (its last writes are the keys this one reads): a barrier's source
-/// stage `COMPUTE_SHADER` takes in the logically earlier `DRAW_INDIRECT` stage.
+/// is dispatched directly), and the barrier after that pass ([`args_barrier`]) makes its writes
+/// visible to the indirect reads. The previous sort's indirect reads of the slots come before
+/// these writes through the barrier the caller records after that sort (its last writes are the
+/// keys this one reads): a barrier's source stage `COMPUTE_SHADER` takes in the logically earlier
+/// `DRAW_INDIRECT` stage.
 pub(crate) fn dispatch_args(
     device: &ash::Device,
     cmd: vk::CommandBuffer,

@@ -71,10 +71,11 @@ fn splits(workgroups: u32, max_groups: u32) -> impl ExactSizeIterator<Item = (u3
     })
 }
 
-/// How many dispatches of the first pass [`record_passes`] records for `plan`. With a GPU-side
-/// count they are direct: the tile sort's workgroups past the count return at once, and the count's
-/// `dispatch_args` kernel runs beside them, so the barrier after the first pass makes the indirect
-/// arguments of every later pass visible without a barrier of their own.
+/// How many dispatches of the first pass [`record_passes`] records for `plan`: with a GPU-side
+/// count they are direct (the tile sort's workgroups past the count return at once), and the
+/// count's `dispatch_args` kernel runs beside them, so the barrier after the first pass makes the
+/// indirect arguments of every later pass visible. The CPU model runs them untrimmed.
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn direct_dispatches(plan: &Plan, max_groups: u32) -> usize {
     plan.passes.first().map_or(0, |pass| splits(pass.workgroups, max_groups).len())
 }

@@ -6,5 +6,7 @@ pub mod commands;
 pub mod model;
 pub mod plan;
 
-pub use commands::{direct_dispatches, dispatch_count, dispatch_rules, record_passes, Encoder, RecordOptions};
+#[cfg(any(test, feature = "test-hooks"))]
+pub use commands::direct_dispatches;
+pub use commands::{dispatch_count, dispatch_rules, record_passes, Encoder, RecordOptions};
 pub use plan::{pass_count, Pass, Plan};

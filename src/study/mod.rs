@@ -136,8 +136,8 @@ pub struct PassStudy {
 impl Sorter {
     /// Sorts through a binding with a GPU-side count from now on (`None`: without): each later
     /// sort, timed or not, takes min(count, n) elements, the count written into a buffer of the
-    /// sorter's on the GPU before its passes, which are recorded for n and trimmed to the count by
-    /// indirect dispatches, as a renderer's are (`bitonic-vk bench --count`). The elements past
+    /// sorter's on the GPU before its passes, which are recorded for n, every one after the first
+    /// trimmed to the count by an indirect dispatch, as a renderer's are (`bitonic-vk bench --count`). The elements past
     /// the count come back as they went in.
     pub fn set_gpu_count(&mut self, count: Option<u32>) {
         self.gpu_count = count;

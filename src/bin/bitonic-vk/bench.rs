@@ -75,8 +75,8 @@ pub struct BenchArgs {
     /// GPU-side counts: sort through a binding with the capacity of each size whose count, written
     /// on the GPU, is each of these (numbers, powers such as 2^15, or shares such as 25%): the
     /// passes recorded for the capacity, every one after the first trimmed to the count by an
-    /// indirect dispatch, as a renderer's culled particles are. The first min(count, n) elements are checked sorted and
-    /// the rest unchanged; the CPU baselines sort that many.
+    /// indirect dispatch, as a renderer's culled particles are. The first min(count, n) elements
+    /// are checked sorted and the rest unchanged; the CPU baselines sort that many.
     #[arg(long, value_parser = parse_counts, value_name = "LIST")]
     count: Option<CountList>,
 }
