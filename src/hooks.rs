@@ -75,7 +75,7 @@ pub unsafe fn each_kernel(
     flags: ash::vk::PipelineCreateFlags,
     mut f: impl FnMut(&str, &Shape, ash::vk::Pipeline),
 ) -> Result<()> {
-    use crate::gpu::pipelines::{KernelKey, Kernels, Layouts};
+    use crate::gpu::pipelines::{KernelKey, Kernels, Layouts, Slot};
     // SAFETY: forwarded from the caller.
     let info = unsafe { crate::device::describe(instance, 0, physical_device) };
     let sizing = crate::tuning::Sizing::new(tuning, info.limits, info.device_type == crate::DeviceType::Cpu, false)?;
@@ -84,14 +84,19 @@ pub unsafe fn each_kernel(
     let key = KernelKey { shape: binding, width, batched: false, counted: false };
     let layouts = Layouts::new(device)?;
     let cache = ash::vk::PipelineCache::null();
-    let mut kernels = Kernels::new(device, &layouts, &info.limits, key, cache, flags)?;
-    kernels.make_looping(PassKind::TileSort, &layouts, cache)?;
-    kernels.make_looping(PassKind::SegmentMerge, &layouts, cache)?;
-    kernels.make_segment_merge(&layouts, cache)?;
+    let mut kernels = Kernels::new(device, &info.limits, key, flags, false);
     let runs = sizing.runs(capacity, &binding.geometry, payload, width);
     let plan = Plan::segmented_with_runs(capacity, binding.geometry, 0, runs)?;
-    let shapes = plan.passes.iter().filter(|p| p.kind == PassKind::SegmentMerge).map(|p| (p.push.dir, p.push.shape));
-    kernels.make_shaped(shapes, false, &layouts, cache)?;
+    let shaped = plan.passes.iter().filter_map(Slot::shaped);
+    let mut slots = vec![
+        Slot::TileSort { looping: false },
+        Slot::TileSort { looping: true },
+        Slot::SegmentMerge { looping: false },
+        Slot::SegmentMerge { looping: true },
+    ];
+    slots.extend((0..=2).map(|window| Slot::LocalMerge { window }));
+    slots.extend((1..=binding.geometry.fused).map(|fused| Slot::GlobalMerge { fused }));
+    kernels.make(slots.into_iter().chain(shaped), &layouts, cache)?;
     let tile = binding.geometry.tile();
     let shape = Shape {
         payload,

@@ -43,15 +43,16 @@
 //!   buffer they were recorded into; the bound buffers likewise. Drop the recorder only when the
 //!   device has finished that work, and before the device is destroyed.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use ash::vk;
 
-use crate::abi::{KeyWidth, PassKind, Payload};
+use crate::abi::{KeyWidth, Payload};
 use crate::device::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::gpu::memory::OwnBuffer;
-use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts};
+use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts, Slot};
 use crate::gpu::record::{self, Indirect, PassBarrier, PendingArgs, VulkanEncoder, ARGS_SLOT_BYTES};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::network::{dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
@@ -420,13 +421,8 @@ impl SortRecorder {
     fn most_dispatches(&self, key: &KernelKey, capacity: u32) -> Result<u32> {
         let max_groups = self.info.limits.max_compute_work_group_count_x;
         let mut most = 0;
-        let top = ceil_log2(u64::from(capacity));
-        let lengths = (1..=top).flat_map(|level| {
-            let power = 1u64 << level;
-            [power - 1, power, power + 1]
-        });
-        for n in lengths.chain([u64::from(capacity)]).filter(|&n| n >= 2 && n <= u64::from(capacity)) {
-            let plan = self.plan_for(key, n as u32, 0)?;
+        for n in sample_lengths(&self.sizing, key, capacity) {
+            let plan = self.plan_for(key, n, 0)?;
             most = most.max(dispatch_count(&plan, max_groups) as u32);
         }
         Ok(2 * most + 8)
@@ -452,60 +448,23 @@ impl SortRecorder {
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
     }
 
-    /// The index in `kernels` of the pipelines of `key` for a binding of `capacity`, made on first
-    /// use, with the looping, segment and shaped pipelines its sorts may take.
+    /// The index in `kernels` of the pipelines of `key`, with every pipeline that a sort through a
+    /// binding of `capacity` runs made ([`slots_with`]): `record` makes none.
     fn kernels_for(&mut self, key: KernelKey, capacity: u32) -> Result<usize> {
         let index = match self.kernels.iter().position(|k| k.key == key) {
             Some(i) => i,
             None => {
                 let flags = vk::PipelineCreateFlags::empty();
-                let kernels = Kernels::new(&self.device, &self.layouts, &self.info.limits, key, self.cache, flags)?;
-                self.kernels.push(kernels);
+                let every_shape = self.sizing.tuning.shaped_segments == Some(true);
+                self.kernels.push(Kernels::new(&self.device, &self.info.limits, key, flags, every_shape));
                 self.kernels.len() - 1
             }
         };
-        // A tile sort loops only where a sort has more tiles than merge workgroups, a segment pass
-        // where it has more cosets (at most the power of two at or above n over the tile), so
-        // bindings too small for that never compile the looping builds.
-        let tile = key.shape.geometry.tile();
-        let groups = self.sizing.merge_groups;
-        let loop_above = |workgroups: u32| groups > 0 && workgroups > groups;
-        if loop_above(capacity.div_ceil(tile)) {
-            self.kernels[index].make_looping(PassKind::TileSort, &self.layouts, self.cache)?;
-        }
-        if self.sizing.segments_possible() && capacity > tile {
-            self.kernels[index].make_segment_merge(&self.layouts, self.cache)?;
-            let segments_loop = self.sizing.loop_tiles(&key.shape, key.width, PassKind::SegmentMerge) > 1;
-            if segments_loop && loop_above(capacity.next_power_of_two() / tile) {
-                self.kernels[index].make_looping(PassKind::SegmentMerge, &self.layouts, self.cache)?;
-            }
-            let shaped = self.sizing.tuning.shaped_segments;
-            if shaped != Some(false) {
-                let shapes = self.segment_shapes(&key, capacity)?;
-                self.kernels[index].make_shaped(shapes, shaped == Some(true), &self.layouts, self.cache)?;
-            }
-        }
+        let kernels = &self.kernels[index];
+        let slots =
+            slots_with(&self.sizing, &kernels.key, capacity, self.shapes_of_capacity_only, |s| kernels.has_source(s))?;
+        self.kernels[index].make(slots, &self.layouts, self.cache)?;
         Ok(index)
-    }
-
-    /// The shapes (push constants `dir`, `shape`) of the segment passes of one coset per
-    /// workgroup in the sorts a binding of `capacity` may take: those of n = the capacity, and
-    /// (unless `shapes_of_capacity_only`) of every power of two from two tiles below it. A sort of
-    /// another length whose plan has a shape not among them runs that pass on the plain build.
-    fn segment_shapes(&self, key: &KernelKey, capacity: u32) -> Result<Vec<(u32, u32)>> {
-        let tile_log2 = key.shape.geometry.tile_log2;
-        let top = ceil_log2(u64::from(capacity));
-        let lengths = if self.shapes_of_capacity_only { top..top } else { tile_log2 + 1..top };
-        let mut shapes = Vec::new();
-        for n in lengths.map(|level| 1u32 << level).chain([capacity]) {
-            for pass in &self.plan_for(key, n, 0)?.passes {
-                let shape = (pass.push.dir, pass.push.shape);
-                if pass.kind == PassKind::SegmentMerge && pass.substages == 0 && !shapes.contains(&shape) {
-                    shapes.push(shape);
-                }
-            }
-        }
-        Ok(shapes)
     }
 
     /// Makes the shaped pipelines of the sorts of each binding's capacity alone
@@ -514,19 +473,9 @@ impl SortRecorder {
         self.shapes_of_capacity_only = true;
     }
 
-    /// The passes of a sort of n elements through kernels of `key`: a segment plan where
-    /// [`Sizing::segmented`] says, else the plan of global and local merges; every pass that may
-    /// loop capped at the recorder's merge workgroups ([`Plan::looping_passes`]).
+    /// The passes of a sort of n elements through kernels of `key` ([`plan_with`]).
     fn plan_for(&self, key: &KernelKey, n: u32, key_flags: u32) -> Result<Plan> {
-        let (shape, width) = (&key.shape, key.width);
-        let geometry = shape.geometry;
-        let plan = if self.sizing.segmented(n, &geometry, shape.payload, width) {
-            let runs = self.sizing.runs(n, &geometry, shape.payload, width);
-            Plan::segmented_with_runs(n, geometry, key_flags, runs)?
-        } else {
-            Plan::new(n, geometry, key_flags)?
-        };
-        Ok(plan.looping_passes(self.sizing.merge_groups, |kind| self.sizing.loop_tiles(shape, width, kind)))
+        plan_with(&self.sizing, key, n, key_flags)
     }
 
     /// The shape an unbatched binding of pairs (or keys) of this capacity and key width gets,
@@ -733,7 +682,18 @@ impl SortRecorder {
             return Err(Error::OverCapacity { n: n.saturating_mul(batches), capacity: binding.capacity });
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
-        let plan = self.plan_for(&self.kernels[binding.kernels].key, n, key_flags(kind, order))?;
+        let kernels = &self.kernels[binding.kernels];
+        let plan = self.plan_for(&kernels.key, n, key_flags(kind, order))?;
+        if let Some(pass) = plan.passes.iter().find(|p| kernels.pass_pipeline(p).is_none()) {
+            // `bind` makes what `slots` finds; a plan outside it is a planning bug, not a misuse.
+            return Err(Error::Build {
+                what: format!(
+                    "no {} pipeline bound for a sort of {n} through a binding of {}",
+                    Slot::of(pass).label(kernels.key.shape.chunk),
+                    binding.capacity
+                ),
+            });
+        }
         if binding.gpu_count {
             let dispatches = dispatch_count(&plan, self.info.limits.max_compute_work_group_count_x);
             if dispatches > binding.args_slots as usize {
@@ -746,6 +706,12 @@ impl SortRecorder {
             }
         }
         Ok(plan)
+    }
+
+    /// How many pipelines the recorder's bindings have made.
+    #[cfg(feature = "study")]
+    pub(crate) fn pipelines_made(&self) -> usize {
+        self.kernels.iter().map(Kernels::made).sum()
     }
 
     /// The layouts every pipeline of this recorder was made with.
@@ -833,5 +799,180 @@ impl Drop for SortRecorder {
         // the sets finish (Contract). Destroying the pool frees its sets.
         unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
         // `layouts` drops after this, destroying the pipeline and set layouts.
+    }
+}
+
+/// The lengths whose plans stand for every sort through a binding of `capacity` (a CPU test
+/// checks every n of small capacities): a plan changes with n where its stages do, at powers of
+/// two, and where its tiles outnumber the multiprocessors, half of them or the merge workgroups.
+pub(crate) fn sample_lengths(sizing: &Sizing, key: &KernelKey, capacity: u32) -> Vec<u32> {
+    let top = ceil_log2(u64::from(capacity));
+    let tile = u64::from(key.shape.geometry.tile());
+    let multiprocessors = u64::from(sizing.limits.multiprocessors);
+    let tile_counts = [multiprocessors / 2, multiprocessors, u64::from(sizing.merge_groups)];
+    let mut lengths: Vec<u32> = (1..=top)
+        .map(|level| 1u64 << level)
+        .chain(tile_counts.iter().map(|t| t * tile))
+        .flat_map(|edge| [edge.saturating_sub(1), edge, edge + 1])
+        .chain([u64::from(capacity)])
+        .filter(|&n| n >= 2 && n <= u64::from(capacity))
+        .map(|n| n as u32)
+        .collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    lengths
+}
+
+/// The passes of a sort of n elements through kernels of `key`: a segment plan where
+/// [`Sizing::segmented`] says, else the plan of global and local merges; every pass that may
+/// loop capped at the merge workgroups ([`Plan::looping_passes`]).
+pub(crate) fn plan_with(sizing: &Sizing, key: &KernelKey, n: u32, key_flags: u32) -> Result<Plan> {
+    let (shape, width) = (&key.shape, key.width);
+    let geometry = shape.geometry;
+    let plan = if sizing.segmented(n, &geometry, shape.payload, width) {
+        let runs = sizing.runs(n, &geometry, shape.payload, width);
+        Plan::segmented_with_runs(n, geometry, key_flags, runs)?
+    } else {
+        Plan::new(n, geometry, key_flags)?
+    };
+    Ok(plan.looping_passes(sizing.merge_groups, |kind| sizing.loop_tiles(shape, width, kind)))
+}
+
+/// The pipelines the sorts through a binding of `key` and `capacity` run: those of the plans of
+/// every [`sample_lengths`], a segment pass on its shape's pipeline where the shape is one of
+/// [`segment_shapes`] and `has_source`, else on the plain build.
+pub(crate) fn slots_with(
+    sizing: &Sizing,
+    key: &KernelKey,
+    capacity: u32,
+    shapes_of_capacity_only: bool,
+    mut has_source: impl FnMut(Slot) -> Result<bool>,
+) -> Result<BTreeSet<Slot>> {
+    let shapes = if sizing.tuning.shaped_segments == Some(false) {
+        Vec::new()
+    } else {
+        segment_shapes(sizing, key, capacity, shapes_of_capacity_only)?
+    };
+    let mut slots = BTreeSet::new();
+    for n in sample_lengths(sizing, key, capacity) {
+        for pass in &plan_with(sizing, key, n, 0)?.passes {
+            let shaped = Slot::shaped(pass)
+                .filter(|s| matches!(s, Slot::Shaped { dir, shape } if shapes.contains(&(*dir, *shape))));
+            match shaped {
+                Some(s) if slots.contains(&s) || has_source(s)? => slots.insert(s),
+                _ => slots.insert(Slot::of(pass)),
+            };
+        }
+    }
+    Ok(slots)
+}
+
+/// The shapes (push constants `dir`, `shape`) of the segment passes of one coset per workgroup
+/// in the sorts a binding of `capacity` may take: those of n = the capacity, and (unless
+/// `capacity_only`) of every power of two from two tiles below it. A sort of another length whose
+/// plan has a shape not among them runs that pass on the plain build.
+fn segment_shapes(sizing: &Sizing, key: &KernelKey, capacity: u32, capacity_only: bool) -> Result<Vec<(u32, u32)>> {
+    let tile_log2 = key.shape.geometry.tile_log2;
+    let top = ceil_log2(u64::from(capacity));
+    let lengths = if capacity_only { top..top } else { tile_log2 + 1..top };
+    let mut shapes = Vec::new();
+    for n in lengths.map(|level| 1u32 << level).chain([capacity]) {
+        for pass in &plan_with(sizing, key, n, 0)?.passes {
+            if let Some(Slot::Shaped { dir, shape }) = Slot::shaped(pass) {
+                if !shapes.contains(&(dir, shape)) {
+                    shapes.push((dir, shape));
+                }
+            }
+        }
+    }
+    Ok(shapes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceLimits;
+    use crate::network::Pass;
+
+    fn limits(shared_memory: u32, multiprocessors: u32) -> DeviceLimits {
+        DeviceLimits {
+            max_compute_shared_memory_size: shared_memory,
+            max_compute_work_group_count_x: 65_535,
+            max_compute_work_group_count_y: 65_535,
+            max_compute_work_group_invocations: 1024,
+            max_compute_work_group_size_x: 1024,
+            max_storage_buffer_range: 1 << 30,
+            max_memory_allocation_size: 1 << 31,
+            subgroup_size: 32,
+            subgroup_shuffle: true,
+            timestamp_period: 1.0,
+            timestamp_valid_bits: 64,
+            min_storage_buffer_offset_alignment: 16,
+            multiprocessors,
+        }
+    }
+
+    /// Whether `slots` holds what `pass` runs, as `Kernels::pass_pipeline` finds it.
+    fn covered(slots: &BTreeSet<Slot>, pass: &Pass) -> bool {
+        Slot::shaped(pass).is_some_and(|s| slots.contains(&s)) || slots.contains(&Slot::of(pass))
+    }
+
+    /// `bind` makes the pipelines of the sample lengths' plans and `record` makes none: every
+    /// length up to the capacity must plan within them, at every threshold of the sizing rules
+    /// (small tiles and few multiprocessors bring the thresholds down to lengths a test can sweep).
+    #[test]
+    fn the_pipelines_of_the_sample_lengths_serve_every_length_up_to_the_capacity() {
+        let tunings = [
+            Tuning { max_tile: Some(256), ..Tuning::default() },
+            Tuning { max_tile: Some(128), merge_workgroups: Some(4), ..Tuning::default() },
+            Tuning { max_tile: Some(256), segment_merges: Some(true), ..Tuning::default() },
+            Tuning { max_tile: Some(256), shaped_segments: Some(true), ..Tuning::default() },
+        ];
+        let devices = [(limits(32 << 10, 0), true), (limits(48 << 10, 6), false), (limits(16 << 10, 3), false)];
+        let mut checked = 0u64;
+        for tuning in tunings {
+            for (limits, cpu) in devices {
+                let sizing = Sizing::new(tuning, limits, cpu, true).expect("a valid sizing");
+                for (payload, width) in [
+                    (Payload::Keys, KeyWidth::Bits32),
+                    (Payload::Pairs, KeyWidth::Bits64),
+                    (Payload::Pairs, KeyWidth::Bits32),
+                ] {
+                    for capacity in [2, 255, 257, 1000, 4096, 6000] {
+                        let shape = sizing.binding(payload, width, capacity, false).expect("a binding shape");
+                        let key = KernelKey { shape, width, batched: false, counted: false };
+                        for capacity_only in [false, true] {
+                            for sources in [true, false] {
+                                let slots =
+                                    slots_with(&sizing, &key, capacity, capacity_only, |_| Ok(sources)).expect("slots");
+                                for n in 2..=capacity {
+                                    for flags in [0, key_flags(KeyKind::F32, Order::Descending)] {
+                                        let plan = plan_with(&sizing, &key, n, flags).expect("a plan");
+                                        let pass = plan.passes.iter().find(|p| !covered(&slots, p));
+                                        assert!(
+                                            pass.is_none(),
+                                            "n = {n} of a binding of {capacity} ({payload:?}, {width:?}, {tuning:?}, \
+                                             {limits:?}) runs {:?}, not made: {slots:?}",
+                                            pass.map(Slot::of)
+                                        );
+                                        checked += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "the sweep ran: {checked} plans");
+    }
+
+    #[test]
+    fn a_small_binding_makes_its_tile_sort_alone() {
+        let sizing = Sizing::new(Tuning::default(), limits(48 << 10, 132), false, true).expect("a valid sizing");
+        let shape = sizing.binding(Payload::Keys, KeyWidth::Bits32, 1024, false).expect("a binding shape");
+        let key = KernelKey { shape, width: KeyWidth::Bits32, batched: false, counted: false };
+        let slots = slots_with(&sizing, &key, 1024, false, |_| Ok(true)).expect("slots");
+        assert_eq!(slots.into_iter().collect::<Vec<_>>(), [Slot::TileSort { looping: false }]);
     }
 }

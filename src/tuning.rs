@@ -546,12 +546,6 @@ impl Sizing {
         Ok(Sizing { tuning, limits, cpu, merge_groups, origins, runs })
     }
 
-    /// Whether sorts may take segment passes at all: asked for, or by default on a device that
-    /// reports its multiprocessors.
-    pub fn segments_possible(&self) -> bool {
-        self.tuning.segment_merges.unwrap_or(self.limits.multiprocessors > 0)
-    }
-
     /// The segment tile of a binding of `capacity` where its sorts may take segment passes: from
     /// the largest tile the knobs and shared memory allow.
     fn segment_tile(&self, payload: Payload, width: KeyWidth, capacity: u32) -> Result<Option<u32>> {

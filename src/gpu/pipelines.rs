@@ -1,7 +1,7 @@
 //! Layouts and compute pipelines of the four kernels, specialised for one binding's shape. Each
 //! object destroys what it created and nothing else.
 
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::BTreeMap;
 
 use ash::vk;
 
@@ -137,88 +137,80 @@ fn shaped_constants(base: Constants, chunk: u32, dir: u32, shape: u32) -> Option
     Some(c)
 }
 
-/// The compute pipelines of one binding shape: the two local kernels, and global_merge once per
-/// number of fused substages (1..=geometry.fused); segment_merge, and the tile sort and
-/// segment_merge whose workgroups loop, once a binding needs them ([`Kernels::make_segment_merge`],
-/// [`Kernels::make_looping`]).
+/// One pipeline of a binding's kernels: what a pass runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Slot {
+    /// The tile sort; `looping`: the build whose workgroups loop over tiles.
+    TileSort { looping: bool },
+    /// local_merge; `window` w = 1 or 2 takes windows of 2^w tiles, 0 one tile.
+    LocalMerge { window: u32 },
+    /// global_merge fusing this many substages (1..=MAX_FUSED).
+    GlobalMerge { fused: u32 },
+    /// segment_merge; `looping`: the build whose workgroups loop over cosets.
+    SegmentMerge { looping: bool },
+    /// segment_merge specialised for one shape of pass (its push constants `dir` and `shape`).
+    Shaped { dir: u32, shape: u32 },
+}
+
+impl Slot {
+    /// The unshaped pipeline `pass` runs.
+    pub fn of(pass: &Pass) -> Slot {
+        let looping = pass.substages > 0;
+        match pass.kind {
+            PassKind::TileSort => Slot::TileSort { looping },
+            PassKind::LocalMerge => Slot::LocalMerge { window: pass.substages.min(2) },
+            PassKind::GlobalMerge => Slot::GlobalMerge { fused: pass.substages.clamp(1, MAX_FUSED) },
+            PassKind::SegmentMerge => Slot::SegmentMerge { looping },
+        }
+    }
+
+    /// The shaped pipeline `pass` may run instead: a segment pass of one coset per workgroup.
+    pub fn shaped(pass: &Pass) -> Option<Slot> {
+        (pass.kind == PassKind::SegmentMerge && pass.substages == 0)
+            .then_some(Slot::Shaped { dir: pass.push.dir, shape: pass.push.shape })
+    }
+
+    /// A name for errors and `examples/kernel_stats.rs`.
+    pub fn label(&self, chunk: u32) -> String {
+        match *self {
+            Slot::TileSort { looping } => format!("tile_sort{}", if looping { " looping" } else { "" }),
+            Slot::LocalMerge { window: 0 } => "local_merge".to_string(),
+            Slot::LocalMerge { window } => format!("local_merge window {}", 1 << window),
+            Slot::GlobalMerge { fused } => format!("global_merge fused {fused}"),
+            Slot::SegmentMerge { looping } => format!("segment_merge{}", if looping { " looping" } else { "" }),
+            Slot::Shaped { dir, shape } => {
+                format!("segment shaped {dir} {shape:#x} chain {:?}", shape_chain(chunk, dir, shape))
+            }
+        }
+    }
+}
+
+/// The compute pipelines of one binding shape, each made when a binding's plans first need it
+/// ([`Kernels::make`]): a binding of 1 024 keys makes its tile sort alone.
 pub(crate) struct Kernels {
     device: ash::Device,
-    tile_sort: vk::Pipeline,
-    /// The looping build of tile_sort, null until made.
-    tile_sort_looping: vk::Pipeline,
-    local_merge: vk::Pipeline,
-    /// segment_merge, null until made.
-    segment_merge: vk::Pipeline,
-    /// The looping build of segment_merge, null until made.
-    segment_merge_looping: vk::Pipeline,
-    /// The shaped segment_merge, one pipeline per shape (the pass's `dir` and `shape`).
-    segment_shaped: HashMap<(u32, u32), vk::Pipeline>,
-    /// local_merge specialised for windows of two and of four tiles (`WINDOW` = 1, 2).
-    local_merge_window: [vk::Pipeline; 2],
-    global_merge: [vk::Pipeline; MAX_FUSED as usize],
+    pipelines: BTreeMap<Slot, vk::Pipeline>,
     /// What they were made for.
     pub key: KernelKey,
+    /// The device's limits (whether the tile sort takes its SMALL build).
+    limits: DeviceLimits,
     /// The flags every pipeline is created with (empty but for `examples/kernel_stats.rs`).
     flags: vk::PipelineCreateFlags,
+    /// Shaped segment passes run on the unoptimised shaped build where no chain module fits
+    /// (`Tuning::shaped_segments` = Some(true)), else on chain modules alone.
+    every_shape: bool,
 }
 
 impl Kernels {
+    /// Kernels of `key` with no pipeline made yet.
     pub fn new(
         device: &ash::Device,
-        layouts: &Layouts,
         limits: &DeviceLimits,
         key: KernelKey,
-        cache: vk::PipelineCache,
         flags: vk::PipelineCreateFlags,
-    ) -> Result<Kernels> {
-        let BindingShape { payload, geometry, local_wg, chunk } = key.shape;
-        let width = key.width;
-        let mut kernels = Kernels {
-            device: device.clone(),
-            tile_sort: vk::Pipeline::null(),
-            tile_sort_looping: vk::Pipeline::null(),
-            local_merge: vk::Pipeline::null(),
-            segment_merge: vk::Pipeline::null(),
-            segment_merge_looping: vk::Pipeline::null(),
-            segment_shaped: HashMap::new(),
-            local_merge_window: [vk::Pipeline::null(); 2],
-            global_merge: [vk::Pipeline::null(); MAX_FUSED as usize],
-            key,
-            flags,
-        };
-        let layout = layouts.pipeline_layout;
-        let local = Constants::new(&key, local_wg, chunk);
-        // The SMALL build runs the tile on its own number of invocations.
-        let tile = geometry.tile();
-        let small_form = match small_slots(payload, tile) {
-            2 if payload == Payload::Keys => Form::SmallTwoSlots,
-            _ => Form::Small,
-        };
-        let small = module(PassKind::TileSort, payload, width, small_form)
-            .filter(|_| small_tile_sort(limits, payload, width, tile, local_wg, chunk))
-            .map(|m| m.words())
-            .transpose()?;
-        kernels.tile_sort = match small {
-            Some(code) => {
-                let wg = tile / small_slots(payload, tile);
-                create_pipeline(device, layout, cache, flags, code, &Constants::new(&key, wg, chunk))?
-            }
-            None => {
-                create_pipeline(device, layout, cache, flags, required(PassKind::TileSort, payload, width)?, &local)?
-            }
-        };
-        let merge = required(PassKind::LocalMerge, payload, width)?;
-        kernels.local_merge = create_pipeline(device, layout, cache, flags, merge, &local)?;
-        for w in 1..=2 {
-            kernels.local_merge_window[w as usize - 1] =
-                create_pipeline(device, layout, cache, flags, merge, &local.with(spec::WINDOW, w))?;
-        }
-        let global = required(PassKind::GlobalMerge, payload, width)?;
-        for m in 1..=geometry.fused {
-            let constants = Constants::new(&key, geometry.global_wg, m);
-            kernels.global_merge[m as usize - 1] = create_pipeline(device, layout, cache, flags, global, &constants)?;
-        }
-        Ok(kernels)
+        every_shape: bool,
+    ) -> Kernels {
+        Kernels { device: device.clone(), pipelines: BTreeMap::new(), key, limits: *limits, flags, every_shape }
     }
 
     /// The local kernels' constants.
@@ -226,121 +218,98 @@ impl Kernels {
         Constants::new(&self.key, self.key.shape.local_wg, self.key.shape.chunk)
     }
 
-    /// Makes the build of `kind` (the tile sort or segment_merge) whose workgroups loop over tiles
-    /// or cosets, for plans whose pass of that kind has fewer workgroups than tiles, unless it is
-    /// made already; other kinds have no such build.
-    pub fn make_looping(&mut self, kind: PassKind, layouts: &Layouts, cache: vk::PipelineCache) -> Result<()> {
+    /// The SPIR-V and constants of `slot`; None for a shaped slot without a module (its passes
+    /// run the plain segment_merge).
+    fn source(&self, slot: Slot) -> Result<Option<(&'static [u32], Constants)>> {
+        let BindingShape { payload, geometry, local_wg, chunk } = self.key.shape;
+        let width = self.key.width;
         let local = self.local_constants();
-        let (payload, width) = (self.key.shape.payload, self.key.width);
-        let slot = match kind {
-            PassKind::TileSort => &mut self.tile_sort_looping,
-            PassKind::SegmentMerge => &mut self.segment_merge_looping,
-            PassKind::GlobalMerge | PassKind::LocalMerge => return Ok(()),
-        };
-        if *slot == vk::Pipeline::null() {
-            let code =
-                module(kind, payload, width, Form::Looping).ok_or_else(|| missing(kind, payload, width))?.words()?;
-            *slot = create_pipeline(&self.device, layouts.pipeline_layout, cache, self.flags, code, &local)?;
-        }
-        Ok(())
+        let built = |kind, form| module(kind, payload, width, form).ok_or_else(|| missing(kind, payload, width));
+        Ok(Some(match slot {
+            Slot::TileSort { looping: false } => {
+                // The SMALL build runs the tile on its own number of invocations.
+                let tile = geometry.tile();
+                let small_form = match small_slots(payload, tile) {
+                    2 if payload == Payload::Keys => Form::SmallTwoSlots,
+                    _ => Form::Small,
+                };
+                match module(PassKind::TileSort, payload, width, small_form)
+                    .filter(|_| small_tile_sort(&self.limits, payload, width, tile, local_wg, chunk))
+                {
+                    Some(m) => (m.words()?, Constants::new(&self.key, tile / small_slots(payload, tile), chunk)),
+                    None => (required(PassKind::TileSort, payload, width)?, local),
+                }
+            }
+            Slot::TileSort { looping: true } => (built(PassKind::TileSort, Form::Looping)?.words()?, local),
+            Slot::LocalMerge { window } => {
+                (required(PassKind::LocalMerge, payload, width)?, local.with(spec::WINDOW, window))
+            }
+            Slot::GlobalMerge { fused } => {
+                (required(PassKind::GlobalMerge, payload, width)?, Constants::new(&self.key, geometry.global_wg, fused))
+            }
+            Slot::SegmentMerge { looping: false } => (required(PassKind::SegmentMerge, payload, width)?, local),
+            Slot::SegmentMerge { looping: true } => (built(PassKind::SegmentMerge, Form::Looping)?.words()?, local),
+            Slot::Shaped { dir, shape } => {
+                // A shape of more chunks than the shaped build holds runs on the plain build.
+                let Some(constants) = shaped_constants(local, chunk, dir, shape) else { return Ok(None) };
+                let code = match chain_module(payload, width, &shape_chain(chunk, dir, shape)) {
+                    Some(m) => m,
+                    None if self.every_shape => match module(PassKind::SegmentMerge, payload, width, Form::Shaped) {
+                        Some(m) => m,
+                        None => return Ok(None),
+                    },
+                    None => return Ok(None),
+                };
+                (code.words()?, constants)
+            }
+        }))
     }
 
-    /// Makes segment_merge, for segmented plans, unless it is made already.
-    pub fn make_segment_merge(&mut self, layouts: &Layouts, cache: vk::PipelineCache) -> Result<()> {
-        if self.segment_merge == vk::Pipeline::null() {
-            let (payload, width) = (self.key.shape.payload, self.key.width);
-            let code = required(PassKind::SegmentMerge, payload, width)?;
-            let local = self.local_constants();
-            self.segment_merge =
-                create_pipeline(&self.device, layouts.pipeline_layout, cache, self.flags, code, &local)?;
-        }
-        Ok(())
+    /// Whether a shaped slot has a module (else its passes run the plain segment_merge).
+    pub fn has_source(&self, slot: Slot) -> Result<bool> {
+        Ok(self.source(slot)?.is_some())
     }
 
-    /// Makes a shaped pipeline of segment_merge for every shape (`dir`, `shape`) not made yet: on
-    /// the module of the shape's chain of chunks where there is one, else, with `every`, on the
-    /// shaped build (unoptimised), else none. A segment pass of one coset per workgroup whose
-    /// shape has a pipeline runs it ([`Kernels::pass_pipeline`]); the others run the plain build.
-    pub fn make_shaped(
+    /// Makes every pipeline of `slots` not made yet, together ([`create_pipelines`]). On an error
+    /// none of them is kept.
+    pub fn make(
         &mut self,
-        shapes: impl IntoIterator<Item = (u32, u32)>,
-        every: bool,
+        slots: impl IntoIterator<Item = Slot>,
         layouts: &Layouts,
         cache: vk::PipelineCache,
     ) -> Result<()> {
-        let (payload, width, chunk) = (self.key.shape.payload, self.key.width, self.key.shape.chunk);
-        let Some(any_chain) = module(PassKind::SegmentMerge, payload, width, Form::Shaped) else {
-            return Ok(());
-        };
-        let local = self.local_constants();
-        for (dir, shape) in shapes {
-            if let Entry::Vacant(slot) = self.segment_shaped.entry((dir, shape)) {
-                // A shape of more chunks runs on the plain build.
-                let Some(constants) = shaped_constants(local, chunk, dir, shape) else { continue };
-                let code = match chain_module(payload, width, &shape_chain(chunk, dir, shape)) {
-                    Some(module) => module.words()?,
-                    None if every => any_chain.words()?,
-                    None => continue,
-                };
-                slot.insert(create_pipeline(
-                    &self.device,
-                    layouts.pipeline_layout,
-                    cache,
-                    self.flags,
-                    code,
-                    &constants,
-                )?);
+        let mut wanted = Vec::new();
+        let mut jobs = Vec::new();
+        for slot in slots {
+            if self.pipelines.contains_key(&slot) || wanted.contains(&slot) {
+                continue;
+            }
+            if let Some(job) = self.source(slot)? {
+                wanted.push(slot);
+                jobs.push(job);
             }
         }
+        let made = create_pipelines(&self.device, layouts.pipeline_layout, cache, self.flags, &jobs)?;
+        self.pipelines.extend(wanted.into_iter().zip(made));
         Ok(())
     }
 
     /// The pipeline a pass runs: for a segment pass of one coset per workgroup, its shape's
-    /// pipeline where one is made, else [`Kernels::pipeline`].
-    pub fn pass_pipeline(&self, pass: &Pass) -> vk::Pipeline {
-        if pass.kind == PassKind::SegmentMerge && pass.substages == 0 {
-            if let Some(p) = self.segment_shaped.get(&(pass.push.dir, pass.push.shape)) {
-                return *p;
-            }
-        }
-        self.pipeline(pass.kind, pass.substages)
+    /// pipeline where one is made, else its plain one; None where that was never made.
+    pub fn pass_pipeline(&self, pass: &Pass) -> Option<vk::Pipeline> {
+        Slot::shaped(pass).and_then(|s| self.pipelines.get(&s)).or_else(|| self.pipelines.get(&Slot::of(pass))).copied()
     }
 
-    /// The pipeline of a kernel; for `GlobalMerge`, the one fusing `substages`; for `LocalMerge`
-    /// with `substages` w = 1 or 2, the one taking windows of 2^w tiles; for `TileSort` and
-    /// `SegmentMerge` with `substages` 1, the looping one (made by [`Kernels::make_looping`]).
-    pub fn pipeline(&self, kind: PassKind, substages: u32) -> vk::Pipeline {
-        match kind {
-            PassKind::TileSort if substages > 0 => self.tile_sort_looping,
-            PassKind::TileSort => self.tile_sort,
-            PassKind::LocalMerge if substages > 0 => self.local_merge_window[(substages.min(2) - 1) as usize],
-            PassKind::LocalMerge => self.local_merge,
-            PassKind::GlobalMerge => self.global_merge[(substages.clamp(1, MAX_FUSED) - 1) as usize],
-            PassKind::SegmentMerge if substages > 0 => self.segment_merge_looping,
-            PassKind::SegmentMerge => self.segment_merge,
-        }
+    /// How many pipelines are made.
+    pub fn made(&self) -> usize {
+        self.pipelines.len()
     }
-}
 
-impl Kernels {
-    /// Every pipeline made, with a label and its workgroup size, tile and fusion: what
-    /// `examples/kernel_stats.rs` reports the driver's statistics of.
+    /// Every pipeline made, with a label: what `examples/kernel_stats.rs` reports the driver's
+    /// statistics of.
     #[cfg(feature = "test-hooks")]
     pub fn labelled(&self) -> Vec<(String, vk::Pipeline)> {
-        let mut list = vec![("tile_sort".to_string(), self.tile_sort), ("local_merge".to_string(), self.local_merge)];
-        list.extend((1..=2).map(|w| (format!("local_merge window {}", 1 << w), self.local_merge_window[w - 1])));
-        list.push(("tile_sort looping".to_string(), self.tile_sort_looping));
-        list.push(("segment_merge".to_string(), self.segment_merge));
-        list.push(("segment_merge looping".to_string(), self.segment_merge_looping));
-        let mut shaped: Vec<_> = self.segment_shaped.iter().collect();
-        shaped.sort();
-        let chunk = self.key.shape.chunk;
-        list.extend(shaped.into_iter().map(|(&(dir, shape), &p)| {
-            (format!("segment shaped {dir} {shape:#x} chain {:?}", shape_chain(chunk, dir, shape)), p)
-        }));
-        list.extend((0..MAX_FUSED as usize).map(|m| (format!("global_merge fused {}", m + 1), self.global_merge[m])));
-        list.retain(|(_, p)| *p != vk::Pipeline::null());
-        list
+        self.pipelines.iter().map(|(slot, p)| (slot.label(self.key.shape.chunk), *p)).collect()
     }
 }
 
@@ -354,56 +323,127 @@ fn required(kind: PassKind, payload: Payload, width: KeyWidth) -> Result<&'stati
     module(kind, payload, width, Form::Plain).ok_or_else(|| missing(kind, payload, width))?.words()
 }
 
+/// Creates one compute pipeline per job (SPIR-V and its constants). The driver compiles each
+/// pipeline at creation, so the jobs are spread over the machine's threads, each making its
+/// share in one `vkCreateComputePipelines` call: creation may run concurrently on one device, and
+/// a pipeline cache is internally synchronised unless created externally synchronised (which
+/// [`crate::SortRecorder::new`] rules out). On an error every pipeline made is destroyed.
+fn create_pipelines(
+    device: &ash::Device,
+    layout: vk::PipelineLayout,
+    cache: vk::PipelineCache,
+    flags: vk::PipelineCreateFlags,
+    jobs: &[(&'static [u32], Constants)],
+) -> Result<Vec<vk::Pipeline>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    // One module per distinct SPIR-V, shared by the pipelines specialised from it.
+    let mut modules: Vec<(usize, vk::ShaderModule)> = Vec::new();
+    let destroy_modules = |modules: &[(usize, vk::ShaderModule)]| {
+        for (_, m) in modules {
+            // SAFETY: made below on `device`; a pipeline keeps no reference to its module.
+            unsafe { device.destroy_shader_module(*m, None) };
+        }
+    };
+    for (code, _) in jobs {
+        if modules.iter().any(|(p, _)| *p == code.as_ptr() as usize) {
+            continue;
+        }
+        let info = vk::ShaderModuleCreateInfo::default().code(code);
+        // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
+        match unsafe { device.create_shader_module(&info, None) } {
+            Ok(m) => modules.push((code.as_ptr() as usize, m)),
+            Err(e) => {
+                destroy_modules(&modules);
+                return Err(Error::vk("vkCreateShaderModule")(e));
+            }
+        }
+    }
+    let module_of = |code: &[u32]| {
+        modules.iter().find(|(p, _)| *p == code.as_ptr() as usize).map_or(vk::ShaderModule::null(), |m| m.1)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(jobs.len());
+    // Thread t makes jobs t, t + threads, ...: the costly kernels are spread rather than bunched.
+    let shares: Vec<Vec<usize>> = (0..threads).map(|t| (t..jobs.len()).step_by(threads).collect()).collect();
+    let make_share = |share: &[usize]| -> std::result::Result<Vec<vk::Pipeline>, (Vec<vk::Pipeline>, vk::Result)> {
+        let entries: Vec<vk::SpecializationMapEntry> = (0..spec::COUNT as u32)
+            .map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 })
+            .collect();
+        let specializations: Vec<vk::SpecializationInfo<'_>> = share
+            .iter()
+            .map(|&j| vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(&jobs[j].1 .0)))
+            .collect();
+        let infos: Vec<vk::ComputePipelineCreateInfo<'_>> = share
+            .iter()
+            .zip(&specializations)
+            .map(|(&j, specialization)| {
+                let stage = vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::COMPUTE)
+                    .module(module_of(jobs[j].0))
+                    .name(c"main")
+                    .specialization_info(specialization);
+                vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout).flags(flags)
+            })
+            .collect();
+        // SAFETY: the modules and layout are live objects of `device`, the cache is null or a
+        // live, internally synchronised cache of `device`; each specialization's data holds the
+        // u32 constants its map entries describe, constant i at byte 4 i (booleans as 0 or 1, a
+        // VkBool32's size); a kernel without constant i ignores its entry.
+        unsafe { device.create_compute_pipelines(cache, &infos, None) }
+    };
+    let results: Vec<_> = if threads == 1 {
+        vec![make_share(&shares[0])]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = shares.iter().map(|share| scope.spawn(|| make_share(share))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(Err((Vec::new(), vk::Result::ERROR_UNKNOWN)))).collect()
+        })
+    };
+    destroy_modules(&modules);
+    let mut made = vec![vk::Pipeline::null(); jobs.len()];
+    let mut failure = None;
+    for (share, result) in shares.iter().zip(results) {
+        let pipelines = match result {
+            Ok(p) => p,
+            Err((p, e)) => {
+                failure.get_or_insert(e);
+                p
+            }
+        };
+        for (&j, p) in share.iter().zip(pipelines) {
+            made[j] = p;
+        }
+    }
+    if let Some(e) = failure {
+        for p in made {
+            // SAFETY: any pipeline that was created is destroyed before it was ever used (null is
+            // ignored).
+            unsafe { device.destroy_pipeline(p, None) };
+        }
+        return Err(Error::vk("vkCreateComputePipelines")(e));
+    }
+    Ok(made)
+}
+
+/// Creates one compute pipeline of `code` specialised by `constants`.
 fn create_pipeline(
     device: &ash::Device,
     layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
     flags: vk::PipelineCreateFlags,
-    code: &[u32],
+    code: &'static [u32],
     constants: &Constants,
 ) -> Result<vk::Pipeline> {
-    let info = vk::ShaderModuleCreateInfo::default().code(code);
-    // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
-    let module = unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))?;
-    let entries: Vec<vk::SpecializationMapEntry> = (0..spec::COUNT as u32)
-        .map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 })
-        .collect();
-    let specialization =
-        vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(&constants.0));
-    let stage = vk::PipelineShaderStageCreateInfo::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .module(module)
-        .name(c"main")
-        .specialization_info(&specialization);
-    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout).flags(flags)];
-    // SAFETY: the module and layout are live objects of `device`, the cache is null or the
-    // caller's live cache of `device`; the specialization data holds the u32 constants the map
-    // entries describe, constant i at byte 4 i (booleans as 0 or 1, a VkBool32's size); a kernel
-    // without constant i ignores its entry.
-    let result = unsafe { device.create_compute_pipelines(cache, &info, None) };
-    // SAFETY: a pipeline keeps no reference to the module it was created from.
-    unsafe { device.destroy_shader_module(module, None) };
-    match result {
-        Ok(pipelines) => Ok(pipelines[0]),
-        Err((pipelines, result)) => {
-            for p in pipelines {
-                // SAFETY: any pipeline that was created is destroyed before it was ever used.
-                unsafe { device.destroy_pipeline(p, None) };
-            }
-            Err(Error::vk("vkCreateComputePipelines")(result))
-        }
-    }
+    Ok(create_pipelines(device, layout, cache, flags, &[(code, *constants)])?[0])
 }
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        let local =
-            [self.tile_sort, self.tile_sort_looping, self.local_merge, self.segment_merge, self.segment_merge_looping];
-        let shaped = self.segment_shaped.values().copied();
-        for p in local.into_iter().chain(self.local_merge_window).chain(self.global_merge).chain(shaped) {
-            // SAFETY: created on `device` by `new` (or null); the owner waits for the GPU to finish
-            // every command buffer that uses them before dropping.
-            unsafe { self.device.destroy_pipeline(p, None) };
+        for p in self.pipelines.values() {
+            // SAFETY: created on `device` by `make`; the owner waits for the GPU to finish every
+            // command buffer that uses them before dropping.
+            unsafe { self.device.destroy_pipeline(*p, None) };
         }
     }
 }

@@ -149,7 +149,8 @@ pub(crate) struct PendingArgs {
 
 impl Encoder for VulkanEncoder<'_> {
     fn bind_pass(&mut self, pass: &Pass) {
-        bind_pipeline(self.device, self.cmd, self.kernels.pass_pipeline(pass));
+        // `SortRecorder::plan` refuses a plan with a pass whose pipeline was not made.
+        bind_pipeline(self.device, self.cmd, self.kernels.pass_pipeline(pass).unwrap_or_default());
     }
 
     fn push_constants(&mut self, push: &PushConstants) {
