@@ -4,6 +4,7 @@
 use std::ffi::{c_void, CStr};
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,6 +14,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
 use crate::device::{describe, DeviceInfo, API_VERSION};
 use crate::error::{Error, Result};
+use crate::pipeline_cache::{self, PipelineCacheDir};
 
 /// Environment variable choosing the device: an index from `bitonic-vk devices`, or a part of a
 /// device's name.
@@ -59,6 +61,8 @@ pub struct ContextDesc {
     /// Turns the Khronos validation layer (with synchronization validation) on or off; `None`
     /// reads [`VALIDATION_ENV`].
     pub validation: Option<bool>,
+    /// Where the pipeline cache is kept between runs ([`PipelineCacheDir::Off`]: nowhere).
+    pub pipeline_cache: PipelineCacheDir,
 }
 
 impl ContextDesc {
@@ -273,6 +277,12 @@ pub(crate) struct Shared {
     /// without VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT, so the implementation
     /// synchronises its use from several threads.
     pub pipeline_cache: vk::PipelineCache,
+    /// The file the cache was loaded from and is written back to, if any.
+    cache_file: Option<PathBuf>,
+    /// Bytes of cache data loaded: the file is rewritten only when the data grew.
+    cache_loaded: usize,
+    /// Why the cache file was not loaded, if it was not.
+    cache_note: Option<String>,
     instance: InstanceGuard,
     /// Set once any call reports VK_ERROR_DEVICE_LOST: every later sort fails at once with
     /// `DeviceLost` instead of reaching the driver again.
@@ -305,8 +315,24 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Writes the pipeline cache to its file where the data grew since it was loaded.
+    fn save_cache(&self) -> Result<()> {
+        let Some(path) = &self.cache_file else { return Ok(()) };
+        // SAFETY: the cache belongs to this device and is internally synchronised.
+        let data = unsafe { self.device.get_pipeline_cache_data(self.pipeline_cache) }
+            .map_err(Error::vk("vkGetPipelineCacheData"))?;
+        if data.len() <= self.cache_loaded {
+            return Ok(());
+        }
+        pipeline_cache::save(path, &data).map_err(|e| Error::CacheFile { path: path.clone(), reason: e.to_string() })
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
+        // A cache that cannot be written costs the next run its compile time, nothing else.
+        let _ = self.save_cache();
         // SAFETY: the allocator is dropped once, here, before the device it allocates from.
         unsafe { ManuallyDrop::drop(&mut self.allocator) };
         // SAFETY: the cache belongs to this device, and every pipeline creation that used it has
@@ -356,16 +382,29 @@ impl Context {
             unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
         // SAFETY: queue 0 of this family was requested at device creation.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
-        // SAFETY: `device` is live; an empty cache needs no initial data.
-        let pipeline_cache =
-            match unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) } {
-                Ok(cache) => cache,
-                Err(e) => {
-                    // SAFETY: nothing was created from the device yet.
-                    unsafe { device.destroy_device(None) };
-                    return Err(Error::vk("vkCreatePipelineCache")(e));
-                }
-            };
+        let cache_file = desc.pipeline_cache.folder().map(|folder| info.cache_id.file_in(&folder));
+        let (data, mut cache_note) = match &cache_file {
+            Some(path) => pipeline_cache::load(path, &info.cache_id),
+            None => (Vec::new(), None),
+        };
+        let pipeline_cache = match create_pipeline_cache(&device, &data) {
+            Ok(cache) => Ok(cache),
+            Err(e) if data.is_empty() => Err(e),
+            Err(_) => {
+                let path = cache_file.as_deref().unwrap_or(Path::new(""));
+                cache_note = Some(format!("ignoring pipeline cache {}: the driver refused it", path.display()));
+                create_pipeline_cache(&device, &[])
+            }
+        };
+        let pipeline_cache = match pipeline_cache {
+            Ok(cache) => cache,
+            Err(e) => {
+                // SAFETY: nothing was created from the device yet.
+                unsafe { device.destroy_device(None) };
+                return Err(e);
+            }
+        };
+        let cache_loaded = if cache_note.is_some() { 0 } else { data.len() };
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.raw.clone(),
             device: device.clone(),
@@ -394,6 +433,9 @@ impl Context {
             queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             pipeline_cache,
+            cache_file,
+            cache_loaded,
+            cache_note,
             instance,
             lost: AtomicBool::new(false),
         };
@@ -403,6 +445,24 @@ impl Context {
     /// The chosen device.
     pub fn device_info(&self) -> &DeviceInfo {
         &self.shared.info
+    }
+
+    /// The file the pipeline cache was loaded from and is written back to when the last clone
+    /// of the context drops ([`ContextDesc::pipeline_cache`]), if any.
+    pub fn pipeline_cache_file(&self) -> Option<&Path> {
+        self.shared.cache_file.as_deref()
+    }
+
+    /// Why the pipeline cache file was ignored (truncated, corrupt, another device's), if it was:
+    /// it is rewritten when the context drops.
+    pub fn pipeline_cache_note(&self) -> Option<&str> {
+        self.shared.cache_note.as_deref()
+    }
+
+    /// Writes the pipeline cache to its file now (it is also written when the last clone of the
+    /// context drops), where it grew since it was loaded.
+    pub fn save_pipeline_cache(&self) -> Result<()> {
+        self.shared.save_cache()
     }
 
     /// Whether the validation layer is on.
@@ -439,4 +499,12 @@ impl Context {
     pub fn mark_lost_for_tests(&self) {
         self.shared.lost.store(true, Ordering::Release);
     }
+}
+
+/// A pipeline cache of `device` holding `data` (none where empty), internally synchronised.
+fn create_pipeline_cache(device: &ash::Device, data: &[u8]) -> Result<vk::PipelineCache> {
+    let info = vk::PipelineCacheCreateInfo::default().initial_data(data);
+    // SAFETY: `device` is live; `data` is empty or was checked to carry this device's header (a
+    // driver checks the rest and ignores data it cannot use).
+    unsafe { device.create_pipeline_cache(&info, None) }.map_err(Error::vk("vkCreatePipelineCache"))
 }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use ash::vk;
 
+use crate::pipeline_cache::CacheId;
+
 /// The Vulkan version the sort needs.
 pub const API_VERSION: u32 = vk::API_VERSION_1_1;
 
@@ -111,6 +113,8 @@ pub struct DeviceInfo {
     /// ([`crate::Tuning::tile_origins`]) need it.
     pub shader_int16: bool,
     pub(crate) raw_api_version: u32,
+    /// What its pipeline cache data starts with.
+    pub(crate) cache_id: CacheId,
     /// Its memory types and heaps.
     pub(crate) memory: vk::PhysicalDeviceMemoryProperties,
 }
@@ -213,6 +217,12 @@ pub unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalD
         device_local_memory,
         shader_int16: features.shader_int16 == vk::TRUE,
         raw_api_version: v,
+        cache_id: CacheId {
+            vendor_id: props.vendor_id,
+            device_id: props.device_id,
+            driver_version: props.driver_version,
+            uuid: props.pipeline_cache_uuid,
+        },
         memory,
     }
 }

@@ -173,6 +173,15 @@ pub enum Error {
         what: String,
     },
 
+    /// The pipeline cache file could not be written.
+    #[error("cannot write the pipeline cache {path}: {reason}; set ContextDesc::pipeline_cache (or --no-pipeline-cache) to another folder or off")]
+    CacheFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The system's error.
+        reason: String,
+    },
+
     /// The device lacks a feature that was asked for.
     #[error("this device cannot {what}: {fix}")]
     Unsupported {

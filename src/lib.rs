@@ -53,6 +53,7 @@ mod error;
 mod gpu;
 mod keys;
 mod network;
+mod pipeline_cache;
 mod recorder;
 mod segment;
 mod sorter;
@@ -68,8 +69,9 @@ pub use context::{list_devices, Context, ContextDesc, DeviceList, DeviceSelector
 pub use device::{DeviceInfo, DeviceLimits, DeviceType};
 pub use error::{Error, Result};
 pub use keys::{KeyKind, KeyWidth, Order, SortKey, StableKey};
+pub use pipeline_cache::{PipelineCacheDir, PIPELINE_CACHE_ENV};
 pub use recorder::{BindDesc, BufferRegion, Recorded, RecorderDesc, SortBinding, SortRecorder};
 pub use sorter::{SortStats, Sorter, SorterDesc};
 #[cfg(feature = "study")]
-pub use study::{BarrierFlavor, Calibration, PassInfo, PassStudy, PassSync, WarmUp};
+pub use study::{BarrierFlavor, Calibration, PassInfo, PassStudy, PassSync, Startup, WarmUp};
 pub use tuning::Tuning;

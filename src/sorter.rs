@@ -231,18 +231,8 @@ impl Sorter {
             Some(cap) => cap.min(limits.max_compute_work_group_count_x),
             None => limits.max_compute_work_group_count_x,
         };
-        // One binding, rebound for every sort (the sorter waits for each sort before the next).
-        // Context::new enables shaderInt16 wherever the device offers it.
-        let recorder_desc = RecorderDesc {
-            max_bindings: 1,
-            pipeline_cache: shared.pipeline_cache,
-            shader_int16: shared.info.shader_int16,
-            tuning: desc.tuning,
-        };
         // Validates the knobs before anything else is created.
-        let mut recorder = SortRecorder::with_info(device, shared.info.clone(), &recorder_desc)?;
-        // The sorter binds for each sort's length.
-        recorder.shape_capacity_only();
+        let recorder = Self::new_recorder(shared, desc)?;
         let mut sorter = Sorter {
             #[cfg(feature = "study")]
             probes: None,
@@ -382,6 +372,21 @@ impl Sorter {
             *b = from_image((p >> 32) as u32, flags);
         }
         Ok(stats)
+    }
+
+    /// The sorter's recorder: one binding, rebound for every sort (the sorter waits for each sort
+    /// before the next), with the shapes of each binding's capacity alone (it binds for each
+    /// sort's length). Context::new enables shaderInt16 wherever the device offers it.
+    pub(crate) fn new_recorder(shared: &Shared, desc: &SorterDesc) -> Result<SortRecorder> {
+        let recorder_desc = RecorderDesc {
+            max_bindings: 1,
+            pipeline_cache: shared.pipeline_cache,
+            shader_int16: shared.info.shader_int16,
+            tuning: desc.tuning,
+        };
+        let mut recorder = SortRecorder::with_info(&shared.device, shared.info.clone(), &recorder_desc)?;
+        recorder.shape_capacity_only();
+        Ok(recorder)
     }
 
     pub(crate) fn check_size(&self, n: usize, width: KeyWidth) -> Result<()> {

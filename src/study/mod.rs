@@ -4,6 +4,7 @@
 //! study.
 
 mod repeated;
+mod startup;
 mod warm_up;
 
 use std::time::Duration;
@@ -22,6 +23,7 @@ use crate::network::Plan;
 use crate::sorter::{raw, ticks_to_duration, Sorter, STORAGE};
 
 pub use crate::gpu::record::BarrierFlavor;
+pub use startup::Startup;
 pub use warm_up::WarmUp;
 
 /// The most sorts [`Sorter::time_repeated`] times in one command buffer (two queries each).

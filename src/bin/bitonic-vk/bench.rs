@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
-use bitonic_vk::{Calibration, Context, DeviceType, Order, Sorter, SorterDesc, WarmUp};
+use bitonic_vk::{Calibration, DeviceType, Order, Sorter, SorterDesc, WarmUp};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -163,7 +163,7 @@ pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     let json_out = output::stage(args.json.as_ref())?;
     let csv_out = output::stage(args.csv.as_ref())?;
     let plot_out = output::stage(args.plot.as_ref())?;
-    let ctx = Context::new(&gpu.desc())?;
+    let ctx = gpu.context()?;
     let info = ctx.device_info().clone();
     let desc = SorterDesc {
         tuning: args.tuning.tuning(),

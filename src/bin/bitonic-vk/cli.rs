@@ -1,11 +1,11 @@
 //! The command line: the arguments `bitonic-vk` takes and how its failures map to exit codes.
 
-use bitonic_vk::{ContextDesc, DeviceSelector, Error, Order, Tuning};
+use bitonic_vk::{Context, ContextDesc, DeviceSelector, Error, Order, PipelineCacheDir, Tuning};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 use crate::data::KeyType;
-use crate::{bench, passes};
+use crate::{bench, passes, startup};
 
 #[derive(Parser)]
 #[command(
@@ -30,13 +30,28 @@ pub struct GpuArgs {
     /// BITONIC_VK_VALIDATION=1).
     #[arg(long, global = true)]
     pub validation: bool,
+    /// Keep no pipeline cache on disk: every run compiles its pipelines (default: a cache in
+    /// BITONIC_VK_PIPELINE_CACHE, else $XDG_CACHE_HOME/bitonic-vk, else ~/.cache/bitonic-vk).
+    #[arg(long, global = true)]
+    pub no_pipeline_cache: bool,
 }
 
 impl GpuArgs {
+    /// The context these options ask for, with a note on stderr where its pipeline cache file
+    /// was ignored.
+    pub fn context(&self) -> Result<Context, Error> {
+        let ctx = Context::new(&self.desc())?;
+        if let Some(note) = ctx.pipeline_cache_note() {
+            eprintln!("note: {note}");
+        }
+        Ok(ctx)
+    }
+
     pub fn desc(&self) -> ContextDesc {
         ContextDesc {
             device: self.device.as_deref().map(|d| d.parse().unwrap_or(DeviceSelector::Name(d.to_owned()))),
             validation: self.validation.then_some(true),
+            pipeline_cache: if self.no_pipeline_cache { PipelineCacheDir::Off } else { PipelineCacheDir::Default },
         }
     }
 }
@@ -54,6 +69,9 @@ pub enum Command {
     /// The barrier study: per-pass GPU times of one sort, and how barrier flavours, a submit per
     /// pass and fusion change them.
     Passes(passes::PassesArgs),
+    /// What a first sort costs at load time: a new recorder, its first bind (the pipelines) and
+    /// its first sort, cold and with a warm pipeline cache, each in a process of its own.
+    Startup(startup::StartupArgs),
 }
 
 /// The knobs of `bench` and `passes` ([`Tuning`]): each left out takes the default, where it

@@ -7,12 +7,13 @@ mod input;
 mod output;
 mod passes;
 mod sizes;
+mod startup;
 
 use std::fs;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use bitonic_vk::{list_devices, Context, Order, SortKey, Sorter, SorterDesc, StableKey};
+use bitonic_vk::{list_devices, Order, SortKey, Sorter, SorterDesc, StableKey};
 use clap::Parser as _;
 
 use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs, TimeFrom};
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         Command::Devices => devices(&cli.gpu),
         Command::Bench(args) => bench::run(&cli.gpu, args),
         Command::Passes(args) => passes::run(&cli.gpu, args),
+        Command::Startup(args) => startup::run(&cli.gpu, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -98,7 +100,7 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
     let mut keys_out = Staged::new(&args.output)?;
     let mut values_out = output::stage(args.values_output.as_ref())?;
     if n > 1 {
-        let ctx = Context::new(&gpu.desc())?;
+        let ctx = gpu.context()?;
         let mut sorter = Sorter::new(&ctx, &SorterDesc::default())?;
         let order = if args.descending { Order::Descending } else { Order::Ascending };
         let v = values.as_deref_mut();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
-use bitonic_vk::{BarrierFlavor, Context, DeviceType, Order, PassStudy, PassSync, Sorter, SorterDesc};
+use bitonic_vk::{BarrierFlavor, DeviceType, Order, PassStudy, PassSync, Sorter, SorterDesc};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -164,7 +164,7 @@ pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
     if args.n < 2 {
         return Err(Failure::Input(anyhow!("--n {} has nothing to sort: choose 2 or more", args.n)));
     }
-    let ctx = Context::new(&gpu.desc())?;
+    let ctx = gpu.context()?;
     let info = ctx.device_info().clone();
     let desc = SorterDesc {
         tuning: args.tuning.tuning(),
