@@ -100,7 +100,9 @@ pub struct BindDesc {
 pub struct RecorderDesc {
     /// The most bindings this recorder will make (each is one descriptor set). Default 16.
     pub max_bindings: u32,
-    /// A pipeline cache of the caller's to create the pipelines through, or null.
+    /// A pipeline cache of the caller's to create the pipelines through, or null. `bind` creates
+    /// its pipelines from several threads at once, so the cache must be internally synchronised
+    /// (created without `EXTERNALLY_SYNCHRONIZED`, the default).
     pub pipeline_cache: vk::PipelineCache,
     /// Whether `device` was created with the `shaderInt16` feature enabled, which the tiles of
     /// u32 pairs with 16-bit origins need ([`Tuning::tile_origins`]). Default false: pairs then
@@ -215,7 +217,9 @@ impl SortRecorder {
     /// # Safety
     /// `physical_device` must belong to `instance` and `device` must have been created from it,
     /// and all three must stay alive until the recorder is dropped. `desc.pipeline_cache` is null
-    /// or a pipeline cache of `device` used under the caller's external synchronisation rules.
+    /// or an internally synchronised pipeline cache of `device` (created without
+    /// `VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT`), which `bind` uses from several
+    /// threads at once.
     pub unsafe fn new(
         instance: &ash::Instance,
         physical_device: vk::PhysicalDevice,
