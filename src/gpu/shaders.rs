@@ -1,5 +1,5 @@
-//! The embedded SPIR-V: every module of the variant table (`src/abi/table.rs`), compiled by
-//! `build.rs` and found here by its key.
+//! The embedded SPIR-V: every module of the variant table (`src/abi/table.rs`), deflated in
+//! `spirv/` (or compiled by `build.rs` with the `glsl` feature) and found here by its key.
 
 use std::sync::OnceLock;
 
