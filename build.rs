@@ -22,7 +22,7 @@ mod segment;
 use abi::{Form, ModuleKey, PassKind};
 
 /// What refreshes the committed SPIR-V, for the messages that ask for it.
-const REFRESH: &str = "BITONIC_VK_UPDATE_SPIRV=1 cargo build";
+const REFRESH: &str = "BITONIC_VK_UPDATE_SPIRV=1 cargo build --release";
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
