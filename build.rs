@@ -1,16 +1,16 @@
-//! Compiles the kernels in `glsl/` to SPIR-V, one `.spv` file in `OUT_DIR` per module of the
-//! variant table (`src/abi/table.rs`, shared through `#[path]`; the chain modules are the chains
-//! the planner's own `src/segment.rs` finds), and generates what the host and the shaders
-//! share: `interface.glsl` and `push_constants.rs` from the same tables, and `modules.rs`, the
-//! module list with each module's SPIR-V embedded deflated by `include_bytes!`. A GLSL error or warning fails the
-//! build with the file and line.
+//! Generates what the host and the shaders share from the variant table (`src/abi/table.rs`,
+//! shared through `#[path]`; the chain modules are the chains the planner's own `src/segment.rs`
+//! finds): `interface.glsl` and `push_constants.rs` from the same tables, and `modules.rs`, the
+//! module list with each module's SPIR-V embedded deflated by `include_bytes!`. That SPIR-V is
+//! the package's own, committed in `spirv/`, so an embedder's build needs no shader compiler.
+//! With the `glsl` feature the kernels in `glsl/` are compiled here instead, one `.spv` file in
+//! `OUT_DIR` per module, checked against `spirv/` and written there when
+//! `BITONIC_VK_UPDATE_SPIRV=1` asks; a GLSL error or warning fails the build with the file and line.
 
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 #[allow(dead_code)]
 #[path = "src/abi/table.rs"]
@@ -20,26 +20,34 @@ mod abi;
 mod segment;
 
 use abi::{Form, ModuleKey, PassKind};
-use miniz_oxide::deflate::compress_to_vec;
+
+/// What refreshes the committed SPIR-V, for the messages that ask for it.
+const REFRESH: &str = "BITONIC_VK_UPDATE_SPIRV=1 cargo build --release";
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let glsl = manifest.join("glsl");
-    for path in ["glsl", "build.rs", "src/abi/table.rs", "src/segment.rs"] {
+    for path in ["glsl", "spirv", "build.rs", "src/abi/table.rs", "src/segment.rs"] {
         println!("cargo:rerun-if-changed={path}");
     }
-    println!("cargo:rerun-if-env-changed=SHADERC_LIB_DIR");
-    report_shaderc();
 
     write(&out.join("rules.glsl"), &rules_glsl());
     write(&out.join("interface.glsl"), &interface_glsl());
     write(&out.join("push_constants.rs"), &push_constants_rs());
     write(&out.join("rules.rs"), &rules_rs());
 
-    let compiler = shaderc::Compiler::new().expect("shaderc compiler");
-    let spirv = out.join("spirv");
-    fs::create_dir_all(&spirv).unwrap_or_else(|e| panic!("cannot create {}: {e}", spirv.display()));
+    let glsl = manifest.join("glsl");
+    let committed = manifest.join("spirv");
+    let jobs = jobs(&glsl);
+    #[cfg(feature = "glsl")]
+    let embedded = compile::build(&jobs, &glsl, &out, &committed);
+    #[cfg(not(feature = "glsl"))]
+    let embedded = committed;
+    write(&out.join("modules.rs"), &modules_rs(&jobs, &embedded));
+}
+
+/// A job for every module of the variant table and for each probe.
+fn jobs(glsl: &Path) -> Vec<Job> {
     let mut jobs: Vec<Job> = modules()
         .into_iter()
         .map(|key| Job {
@@ -61,11 +69,7 @@ fn main() {
             key: None,
         });
     }
-    let sources = sources_digest(&glsl, &out);
-    compile_all(&compiler, &jobs, &[glsl.clone(), out.clone()], &spirv, sources);
-    write(&out.join("modules.rs"), &modules_rs(&jobs, &spirv));
-
-    compile_particle_shaders(&compiler, &glsl.join("particles"), &out.join("particles"));
+    jobs
 }
 
 /// Every module: each kernel in its plain form for every payload and width it runs, its other
@@ -123,27 +127,8 @@ fn module_file(key: &ModuleKey) -> String {
     format!("{}.{payload}{width}{form}.spv", key.kind.name())
 }
 
-/// Says which shaderc the build links, as shaderc-sys chooses it: the libraries in
-/// `SHADERC_LIB_DIR` (`.cargo/config.toml` points it at `target/shaderc`, where `.ci/setup.sh`
-/// makes a combined archive of the system's shaderc, glslang and SPIRV-Tools), else shaderc-sys
-/// searches the system and builds from source where it finds nothing usable.
-fn report_shaderc() {
-    let dir = env::var_os("SHADERC_LIB_DIR").map(PathBuf::from);
-    let lib = dir.as_ref().map(|d| d.join("libshaderc_combined.a")).filter(|p| p.is_file());
-    match (lib, dir) {
-        (Some(lib), _) => println!("cargo:warning=shaderc: the system's, linked from {}", lib.display()),
-        (None, Some(dir)) => println!(
-            "cargo:warning=shaderc: built from source (no libshaderc_combined.a in {}; `bash .ci/setup.sh` makes \
-             one from Debian's libshaderc-dev, glslang-dev and spirv-tools)",
-            dir.display()
-        ),
-        (None, None) => {
-            println!("cargo:warning=shaderc: SHADERC_LIB_DIR unset: shaderc-sys searches the system, else builds from source")
-        }
-    }
-}
-
 /// One module to compile: its source, macros, and the `.spv` file it goes to.
+#[cfg_attr(not(feature = "glsl"), allow(dead_code))]
 struct Job {
     source: PathBuf,
     macros: Vec<(&'static str, String)>,
@@ -151,134 +136,6 @@ struct Job {
     file: String,
     /// The sorting-kernel module it is, or `None` for a probe.
     key: Option<ModuleKey>,
-}
-
-/// A digest of every input a module's SPIR-V depends on besides its macros: the code (not the
-/// comments) of the shaders in `glsl/` and of the generated header.
-fn sources_digest(glsl: &Path, out: &Path) -> u64 {
-    let mut files: Vec<PathBuf> = fs::read_dir(glsl)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", glsl.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files.push(out.join("rules.glsl"));
-    files.push(out.join("interface.glsl"));
-    let mut digest = Fnv::default();
-    for file in files {
-        digest.add(file.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
-        let text = fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-        // Comments change no module (the SPIR-V carries no source), so they change no key.
-        for line in text.lines() {
-            let code = line.split("//").next().unwrap_or_default().trim_end();
-            if !code.is_empty() {
-                digest.add(code.as_bytes());
-            }
-        }
-    }
-    digest.0
-}
-
-/// FNV-1a, 64 bits: enough to tell whether a module's inputs changed since its last build.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn add(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        self.0 = (self.0 ^ 0xff).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-}
-
-/// Compiles every job on as many threads as cargo gives the build (`NUM_JOBS`) into `spirv/`,
-/// skipping a module whose `.spv` a build before made from the same inputs (its `.key` file). A
-/// failure panics with the file, line and macros (on its thread; the scope re-raises it).
-fn compile_all(compiler: &shaderc::Compiler, jobs: &[Job], includes: &[PathBuf], spirv: &Path, sources: u64) {
-    let threads = env::var("NUM_JOBS").ok().and_then(|j| j.parse::<usize>().ok()).unwrap_or(1).clamp(1, jobs.len());
-    let next = AtomicUsize::new(0);
-    let failures = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if let Err(e) = build_module(compiler, job, includes, spirv, sources) {
-                        failures.lock().unwrap_or_else(|e| e.into_inner()).push(e);
-                    }
-                }
-            });
-        }
-    });
-    let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
-    if !failures.is_empty() {
-        panic!("GLSL compilation failed:\n{}", failures.join("\n"));
-    }
-}
-
-/// One module's `.spv` and its deflated copy, unless a build before made them from the same
-/// inputs (the key of `sources` and its macros in its `.key` file).
-fn build_module(
-    compiler: &shaderc::Compiler,
-    job: &Job,
-    includes: &[PathBuf],
-    spirv: &Path,
-    sources: u64,
-) -> Result<(), String> {
-    let mut digest = Fnv(sources);
-    digest.add(format!("{:?} {}", job.macros, job.optimize).as_bytes());
-    let key = format!("{:016x}", digest.0);
-    let (spv, key_file) = (spirv.join(&job.file), spirv.join(format!("{}.key", job.file)));
-    let deflated = spirv.join(format!("{}.deflate", job.file));
-    if fs::read_to_string(&key_file).is_ok_and(|k| k == key) {
-        if let (Ok(bytes), false) = (fs::read(&spv), deflated.is_file()) {
-            write_bytes(&deflated, &compress_to_vec(&bytes, 10));
-        }
-        if deflated.is_file() {
-            return Ok(());
-        }
-    }
-    let bytes = compile(compiler, job, includes)?;
-    write_bytes(&spv, &bytes);
-    write_bytes(&deflated, &compress_to_vec(&bytes, 10));
-    write(&key_file, &key);
-    Ok(())
-}
-
-fn compile(compiler: &shaderc::Compiler, job: &Job, includes: &[PathBuf]) -> Result<Vec<u8>, String> {
-    let text = fs::read_to_string(&job.source).map_err(|e| format!("cannot read {}: {e}", job.source.display()))?;
-    let mut options = shaderc::CompileOptions::new().map_err(|e| format!("shaderc options: {e}"))?;
-    options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_1 as u32);
-    options.set_optimization_level(if job.optimize {
-        shaderc::OptimizationLevel::Performance
-    } else {
-        shaderc::OptimizationLevel::Zero
-    });
-    options.set_warnings_as_errors();
-    for (name, value) in &job.macros {
-        options.add_macro_definition(name, Some(value));
-    }
-    let search = includes.to_vec();
-    options.set_include_callback(move |requested, _kind, _from, _depth| {
-        let path = search
-            .iter()
-            .map(|dir| dir.join(requested))
-            .find(|p| p.is_file())
-            .ok_or_else(|| format!("#include \"{requested}\": not in glsl/ nor generated"))?;
-        let content = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(shaderc::ResolvedInclude { resolved_name: path.display().to_string(), content })
-    });
-    let name = job.source.display().to_string();
-    compiler
-        .compile_into_spirv(&text, shaderc::ShaderKind::Compute, &name, "main", Some(&options))
-        .map(|artifact| artifact.as_binary_u8().to_vec())
-        // The message names file:line.
-        .map_err(|e| format!("{} (macros {:?}):\n{e}", job.file, job.macros))
 }
 
 /// The shared constants and [`abi::RULES`] as GLSL: what `dispatch_args.comp` and (through
@@ -375,12 +232,21 @@ fn push_constants_rs() -> String {
     s
 }
 
-/// The module list: each module's key and its SPIR-V, deflated (`gpu/inflate.rs` decodes it).
+/// The module list: each module's key and its SPIR-V, deflated, from `spirv` (the committed
+/// `spirv/`, or what the `glsl` feature compiled).
 fn modules_rs(jobs: &[Job], spirv: &Path) -> String {
     let mut s = String::from("// Generated by build.rs from src/abi/table.rs: do not edit.\n");
     let embed = |file: &str| {
-        let len = fs::metadata(spirv.join(file)).unwrap_or_else(|e| panic!("{file}: {e}")).len();
-        format!("Embedded::new({file:?}, {len}, include_bytes!(\"spirv/{file}.deflate\"))")
+        let path = spirv.join(format!("{file}.deflate"));
+        if !path.is_file() {
+            panic!(
+                "{} is missing: spirv/ does not hold every module of src/abi/table.rs; refresh it with `{REFRESH}` \
+                 (the `glsl` feature, on by default, compiles glsl/) and commit spirv/",
+                path.display()
+            );
+        }
+        let path = path.to_str().unwrap_or_else(|| panic!("{}: the path is not UTF-8", path.display()));
+        format!("Embedded::new({file:?}, include_bytes!({path:?}))")
     };
     let kernels: Vec<&Job> = jobs.iter().filter(|j| j.key.is_some()).collect();
     writeln!(
@@ -415,40 +281,284 @@ fn modules_rs(jobs: &[Job], spirv: &Path) -> String {
     s
 }
 
-/// Compiles `glsl/particles/{depth.comp,sprite.vert,sprite.frag}` (which may include files of that
-/// directory) to `<out>/<file name>.spv`, for `examples/particles` and its tests.
-fn compile_particle_shaders(compiler: &shaderc::Compiler, dir: &Path, out: &Path) {
-    fs::create_dir_all(out).unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
-    let stages = [
-        ("depth.comp", shaderc::ShaderKind::Compute),
-        ("sprite.vert", shaderc::ShaderKind::Vertex),
-        ("sprite.frag", shaderc::ShaderKind::Fragment),
-    ];
-    for (file, kind) in stages {
-        let source = dir.join(file);
-        let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
-        let mut options = shaderc::CompileOptions::new().expect("shaderc options");
-        options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_1 as u32);
-        options.set_optimization_level(shaderc::OptimizationLevel::Performance);
-        options.set_warnings_as_errors();
-        let include_dir = dir.to_path_buf();
-        options.set_include_callback(move |requested, _kind, _from, _depth| {
-            let path = include_dir.join(requested);
-            let content = fs::read_to_string(&path).map_err(|e| format!("#include \"{requested}\": {e}"))?;
-            Ok(shaderc::ResolvedInclude { resolved_name: path.display().to_string(), content })
-        });
-        let name = source.display().to_string();
-        let artifact = compiler
-            .compile_into_spirv(&text, kind, &name, "main", Some(&options))
-            .unwrap_or_else(|e| panic!("GLSL compilation failed:\n{e}"));
-        write_bytes(&out.join(format!("{file}.spv")), artifact.as_binary_u8());
-    }
-}
-
 fn write(path: &Path, contents: &str) {
     write_bytes(path, contents.as_bytes());
 }
 
 fn write_bytes(path: &Path, contents: &[u8]) {
     fs::write(path, contents).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// The `glsl` feature: shaderc compiles the kernels, and `spirv/` is checked against them.
+#[cfg(feature = "glsl")]
+mod compile {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use miniz_oxide::deflate::compress_to_vec;
+
+    use super::*;
+
+    /// Compiles every module into `OUT_DIR/spirv` and the particle example's shaders, checks the
+    /// result against the committed `spirv/` (refreshing it on request), and returns the folder of
+    /// the deflated modules to embed: those just compiled, so an edit to `glsl/` runs at once.
+    pub fn build(jobs: &[Job], glsl: &Path, out: &Path, committed: &Path) -> PathBuf {
+        println!("cargo:rerun-if-env-changed=SHADERC_LIB_DIR");
+        println!("cargo:rerun-if-env-changed=BITONIC_VK_UPDATE_SPIRV");
+        println!("cargo:rerun-if-env-changed=CI");
+        println!("cargo:rerun-if-env-changed=BITONIC_VK_STRICT_SPIRV");
+        report_shaderc();
+        let compiler = shaderc::Compiler::new().expect("shaderc compiler");
+        let spirv = out.join("spirv");
+        fs::create_dir_all(&spirv).unwrap_or_else(|e| panic!("cannot create {}: {e}", spirv.display()));
+        let sources = sources_digest(glsl, out);
+        compile_all(&compiler, jobs, &[glsl.to_path_buf(), out.to_path_buf()], &spirv, sources);
+        check_committed(jobs, &spirv, committed);
+        compile_particle_shaders(&compiler, &glsl.join("particles"), &out.join("particles"));
+        spirv
+    }
+
+    /// Compares each module just compiled with its committed copy in `spirv/`, and with
+    /// `BITONIC_VK_UPDATE_SPIRV=1` writes the ones that differ there and removes those no module
+    /// has. Stale `spirv/` fails the repository's CI builds (`CI` set, and
+    /// `BITONIC_VK_STRICT_SPIRV` from `.cargo/config.toml`) and warns elsewhere: a developer editing
+    /// `glsl/` runs the new kernels at once, and a crate built on this one with its own shaderc
+    /// is never failed for bytes that shaderc compiles differently.
+    fn check_committed(jobs: &[Job], built: &Path, committed: &Path) {
+        let update = env::var("BITONIC_VK_UPDATE_SPIRV").is_ok_and(|v| !v.is_empty() && v != "0");
+        if update {
+            fs::create_dir_all(committed).unwrap_or_else(|e| panic!("cannot create {}: {e}", committed.display()));
+        }
+        let mut stale = Vec::new();
+        for job in jobs {
+            let name = format!("{}.deflate", job.file);
+            let ours = fs::read(built.join(&job.file)).unwrap_or_else(|e| panic!("cannot read {}: {e}", job.file));
+            // Compared decoded, so that another miniz_oxide's encoding is no change.
+            let theirs =
+                fs::read(committed.join(&name)).ok().and_then(|d| miniz_oxide::inflate::decompress_to_vec(&d).ok());
+            if theirs.as_deref() != Some(&ours[..]) {
+                if update {
+                    let deflated = fs::read(built.join(&name)).unwrap_or_else(|e| panic!("cannot read {name}: {e}"));
+                    write_bytes(&committed.join(&name), &deflated);
+                }
+                stale.push(name);
+            }
+        }
+        let wanted: Vec<String> = jobs.iter().map(|j| format!("{}.deflate", j.file)).collect();
+        for entry in fs::read_dir(committed).into_iter().flatten().filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".spv.deflate") && !wanted.contains(&name) {
+                if update {
+                    fs::remove_file(entry.path())
+                        .unwrap_or_else(|e| panic!("cannot remove {}: {e}", entry.path().display()));
+                }
+                stale.push(format!("{name} (no module)"));
+            }
+        }
+        if stale.is_empty() {
+            return;
+        }
+        stale.sort();
+        // A few names say enough: a change to a shared header changes every module.
+        let mut names = stale.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+        if stale.len() > 4 {
+            names += &format!(" and {} more", stale.len() - 4);
+        }
+        if update {
+            println!(
+                "cargo:warning=spirv/: wrote or removed {} files to match glsl/ ({names}); commit spirv/",
+                stale.len()
+            );
+            return;
+        }
+        let message = format!(
+            "spirv/ is not what glsl/ compiles to: {} of its modules differ ({names}). Refresh it with `{REFRESH}` \
+             and commit spirv/. The committed modules are compiled by Debian 12's shaderc as `.ci/setup.sh` links \
+             it; another shaderc may compile other bytes",
+            stale.len()
+        );
+        let set = |name: &str| env::var(name).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        if set("CI") && set("BITONIC_VK_STRICT_SPIRV") {
+            panic!("{message}");
+        }
+        println!("cargo:warning={message}; this build embeds what glsl/ compiled to");
+    }
+
+    /// Says which shaderc the build links, as shaderc-sys chooses it: the libraries in
+    /// `SHADERC_LIB_DIR` (`.cargo/config.toml` points it at `target/shaderc`, where `.ci/setup.sh`
+    /// makes a combined archive of the system's shaderc, glslang and SPIRV-Tools), else shaderc-sys
+    /// searches the system and builds from source where it finds nothing usable.
+    fn report_shaderc() {
+        let dir = env::var_os("SHADERC_LIB_DIR").map(PathBuf::from);
+        let lib = dir.as_ref().map(|d| d.join("libshaderc_combined.a")).filter(|p| p.is_file());
+        match (lib, dir) {
+            (Some(lib), _) => println!("cargo:warning=shaderc: the system's, linked from {}", lib.display()),
+            (None, Some(dir)) => println!(
+                "cargo:warning=shaderc: built from source (no libshaderc_combined.a in {}; `bash .ci/setup.sh` makes \
+                 one from Debian's libshaderc-dev, glslang-dev and spirv-tools)",
+                dir.display()
+            ),
+            (None, None) => {
+                println!("cargo:warning=shaderc: SHADERC_LIB_DIR unset: shaderc-sys searches the system, else builds from source")
+            }
+        }
+    }
+
+    /// A digest of every input a module's SPIR-V depends on besides its macros: the code (not the
+    /// comments) of the shaders in `glsl/` and of the generated header.
+    fn sources_digest(glsl: &Path, out: &Path) -> u64 {
+        let mut files: Vec<PathBuf> = fs::read_dir(glsl)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", glsl.display()))
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        files.push(out.join("rules.glsl"));
+        files.push(out.join("interface.glsl"));
+        let mut digest = Fnv::default();
+        for file in files {
+            digest.add(file.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+            let text = fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            // Comments change no module (the SPIR-V carries no source), so they change no key.
+            for line in text.lines() {
+                let code = line.split("//").next().unwrap_or_default().trim_end();
+                if !code.is_empty() {
+                    digest.add(code.as_bytes());
+                }
+            }
+        }
+        digest.0
+    }
+
+    /// FNV-1a, 64 bits: enough to tell whether a module's inputs changed since its last build.
+    struct Fnv(u64);
+
+    impl Default for Fnv {
+        fn default() -> Fnv {
+            Fnv(0xcbf2_9ce4_8422_2325)
+        }
+    }
+
+    impl Fnv {
+        fn add(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            self.0 = (self.0 ^ 0xff).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// Compiles every job on as many threads as cargo gives the build (`NUM_JOBS`) into `spirv/`,
+    /// skipping a module whose `.spv` a build before made from the same inputs (its `.key` file). A
+    /// failure panics with the file, line and macros (on its thread; the scope re-raises it).
+    fn compile_all(compiler: &shaderc::Compiler, jobs: &[Job], includes: &[PathBuf], spirv: &Path, sources: u64) {
+        let threads = env::var("NUM_JOBS").ok().and_then(|j| j.parse::<usize>().ok()).unwrap_or(1).clamp(1, jobs.len());
+        let next = AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if let Err(e) = build_module(compiler, job, includes, spirv, sources) {
+                            failures.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+                        }
+                    }
+                });
+            }
+        });
+        let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+        if !failures.is_empty() {
+            panic!("GLSL compilation failed:\n{}", failures.join("\n"));
+        }
+    }
+
+    /// One module's `.spv` and its deflated copy, unless a build before made them from the same
+    /// inputs (the key of `sources` and its macros in its `.key` file).
+    fn build_module(
+        compiler: &shaderc::Compiler,
+        job: &Job,
+        includes: &[PathBuf],
+        spirv: &Path,
+        sources: u64,
+    ) -> Result<(), String> {
+        let mut digest = Fnv(sources);
+        digest.add(format!("{:?} {}", job.macros, job.optimize).as_bytes());
+        let key = format!("{:016x}", digest.0);
+        let (spv, key_file) = (spirv.join(&job.file), spirv.join(format!("{}.key", job.file)));
+        let deflated = spirv.join(format!("{}.deflate", job.file));
+        if fs::read_to_string(&key_file).is_ok_and(|k| k == key) {
+            if let (Ok(bytes), false) = (fs::read(&spv), deflated.is_file()) {
+                write_bytes(&deflated, &compress_to_vec(&bytes, 10));
+            }
+            if deflated.is_file() {
+                return Ok(());
+            }
+        }
+        let bytes = compile(compiler, job, includes)?;
+        write_bytes(&spv, &bytes);
+        write_bytes(&deflated, &compress_to_vec(&bytes, 10));
+        write(&key_file, &key);
+        Ok(())
+    }
+
+    fn compile(compiler: &shaderc::Compiler, job: &Job, includes: &[PathBuf]) -> Result<Vec<u8>, String> {
+        let text = fs::read_to_string(&job.source).map_err(|e| format!("cannot read {}: {e}", job.source.display()))?;
+        let mut options = shaderc::CompileOptions::new().map_err(|e| format!("shaderc options: {e}"))?;
+        options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_1 as u32);
+        options.set_optimization_level(if job.optimize {
+            shaderc::OptimizationLevel::Performance
+        } else {
+            shaderc::OptimizationLevel::Zero
+        });
+        options.set_warnings_as_errors();
+        for (name, value) in &job.macros {
+            options.add_macro_definition(name, Some(value));
+        }
+        let search = includes.to_vec();
+        options.set_include_callback(move |requested, _kind, _from, _depth| {
+            let path = search
+                .iter()
+                .map(|dir| dir.join(requested))
+                .find(|p| p.is_file())
+                .ok_or_else(|| format!("#include \"{requested}\": not in glsl/ nor generated"))?;
+            let content = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(shaderc::ResolvedInclude { resolved_name: path.display().to_string(), content })
+        });
+        let name = job.source.display().to_string();
+        compiler
+            .compile_into_spirv(&text, shaderc::ShaderKind::Compute, &name, "main", Some(&options))
+            .map(|artifact| artifact.as_binary_u8().to_vec())
+            // The message names file:line.
+            .map_err(|e| format!("{} (macros {:?}):\n{e}", job.file, job.macros))
+    }
+
+    /// Compiles `glsl/particles/{depth.comp,sprite.vert,sprite.frag}` (which may include files of that
+    /// directory) to `<out>/<file name>.spv`, for `examples/particles` and its tests.
+    fn compile_particle_shaders(compiler: &shaderc::Compiler, dir: &Path, out: &Path) {
+        fs::create_dir_all(out).unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
+        let stages = [
+            ("depth.comp", shaderc::ShaderKind::Compute),
+            ("sprite.vert", shaderc::ShaderKind::Vertex),
+            ("sprite.frag", shaderc::ShaderKind::Fragment),
+        ];
+        for (file, kind) in stages {
+            let source = dir.join(file);
+            let text = fs::read_to_string(&source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
+            let mut options = shaderc::CompileOptions::new().expect("shaderc options");
+            options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_1 as u32);
+            options.set_optimization_level(shaderc::OptimizationLevel::Performance);
+            options.set_warnings_as_errors();
+            let include_dir = dir.to_path_buf();
+            options.set_include_callback(move |requested, _kind, _from, _depth| {
+                let path = include_dir.join(requested);
+                let content = fs::read_to_string(&path).map_err(|e| format!("#include \"{requested}\": {e}"))?;
+                Ok(shaderc::ResolvedInclude { resolved_name: path.display().to_string(), content })
+            });
+            let name = source.display().to_string();
+            let artifact = compiler
+                .compile_into_spirv(&text, kind, &name, "main", Some(&options))
+                .unwrap_or_else(|e| panic!("GLSL compilation failed:\n{e}"));
+            write_bytes(&out.join(format!("{file}.spv")), artifact.as_binary_u8());
+        }
+    }
 }

@@ -4,7 +4,7 @@
 #   libvulkan1               the Vulkan loader
 #   mesa-vulkan-drivers      lavapipe, the CPU Vulkan driver used where there is no GPU
 #   vulkan-validationlayers  the Khronos validation layer (the tests turn it on)
-#   libshaderc-dev glslang-dev spirv-tools   the shader compiler (build time), as static libraries
+#   libshaderc-dev glslang-dev spirv-tools   the shader compiler (the `glsl` feature), static
 # Debian's libshaderc_combined.a holds shaderc alone; target/shaderc/libshaderc_combined.a (where
 # .cargo/config.toml points SHADERC_LIB_DIR) joins it with glslang's and SPIRV-Tools' archives, so
 # that the shaderc crate links it in seconds. Where that cannot be made, the build compiles

@@ -1,24 +1,22 @@
-//! The embedded SPIR-V: every module of the variant table (`src/abi/table.rs`), compiled by
-//! `build.rs` and found here by its key.
+//! The embedded SPIR-V: every module of the variant table (`src/abi/table.rs`), deflated in
+//! `spirv/` (or compiled by `build.rs` with the `glsl` feature) and found here by its key.
 
 use std::sync::OnceLock;
 
 use crate::abi::{module_payload, Form, KeyWidth, ModuleKey, PassKind, Payload};
 use crate::error::{Error, Result};
 
-use super::inflate::inflate;
-
-/// One embedded module: its SPIR-V deflated, and the words once decoded (once per process).
+/// One embedded module: its SPIR-V deflated (the unrolled kernels shrink to about a third), and
+/// the words once decoded (once per process).
 pub(crate) struct Embedded {
     name: &'static str,
-    len: usize,
     deflated: &'static [u8],
     words: OnceLock<Box<[u32]>>,
 }
 
 impl Embedded {
-    const fn new(name: &'static str, len: usize, deflated: &'static [u8]) -> Embedded {
-        Embedded { name, len, deflated, words: OnceLock::new() }
+    const fn new(name: &'static str, deflated: &'static [u8]) -> Embedded {
+        Embedded { name, deflated, words: OnceLock::new() }
     }
 
     /// The SPIR-V words, decoded on first use.
@@ -26,8 +24,11 @@ impl Embedded {
         if let Some(words) = self.words.get() {
             return Ok(words);
         }
-        let bytes = inflate(self.deflated, self.len)
-            .map_err(|e| Error::Build { what: format!("a damaged kernel module, {} ({e})", self.name) })?;
+        let damaged = |why: String| Error::Build { what: format!("a damaged kernel module, {} ({why})", self.name) };
+        let bytes = miniz_oxide::inflate::decompress_to_vec(self.deflated).map_err(|e| damaged(e.to_string()))?;
+        if bytes.len() % 4 != 0 {
+            return Err(damaged(format!("{} bytes, not whole words", bytes.len())));
+        }
         let words: Box<[u32]> = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
         Ok(self.words.get_or_init(|| words))
     }

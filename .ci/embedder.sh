@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the crate as a renderer would take it: the package as crates.io hands it out (`cargo
+# package`), a new crate outside this repository (so .cargo/config.toml does not apply) that
+# depends on it with `default-features = false`, SHADERC_LIB_DIR unset, and the README's library
+# example as its main. Fails if shaderc is anywhere in its dependency graph, if the build fails,
+# or if the example does not print the sorted keys and values. Prints the build's time.
+#   EMBEDDER_TARGET_DIR  the test crate's target folder (default target/embedder, kept between
+#                        runs so that CI rebuilds only bitonic-vk; an empty folder times a first build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+target=${EMBEDDER_TARGET_DIR:-$root/target/embedder}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+cargo package --quiet --no-verify --allow-dirty
+tar -xzf "target/package/bitonic-vk-$version.crate" -C "$work"
+
+# The README's example, between "## As a library" and the end of its first code block.
+example=$(sed -n '/^## As a library/,/^```$/p' README.md | sed '1,/^```rust$/d; /^```$/d')
+[ -n "$example" ] || { echo "embedder: no \`\`\`rust block under \"## As a library\" in README.md" >&2; exit 1; }
+mkdir -p "$work/embedder/src"
+cat >"$work/embedder/Cargo.toml" <<EOF
+[package]
+name = "embedder"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+bitonic-vk = { path = "../bitonic-vk-$version", default-features = false }
+
+[workspace]
+EOF
+{
+  echo 'fn main() -> Result<(), bitonic_vk::Error> {'
+  echo "$example"
+  echo '    println!("sorted keys {keys:?} values {values:?}");'
+  echo '    Ok(())'
+  echo '}'
+} >"$work/embedder/src/main.rs"
+# The versions this repository tested, so that the build resolves as CI's own did.
+cp "$work/bitonic-vk-$version/Cargo.lock" "$work/embedder/Cargo.lock"
+
+cd "$work/embedder"
+unset SHADERC_LIB_DIR
+export CARGO_TARGET_DIR=$target
+if cargo tree -e build,normal --prefix none | grep -i shaderc; then
+  echo "embedder: shaderc is in the lean build's dependency graph (above); see Cargo.toml's glsl feature" >&2
+  exit 1
+fi
+start=$(date +%s)
+cargo build --release --quiet
+echo "embedder: cargo build --release of a crate on bitonic-vk (default-features = false): $(($(date +%s) - start)) s"
+output=$("$target/release/embedder")
+echo "$output" | tail -1
+expected="sorted keys [-1.0, -0.0, 0.0, 3.5, NaN] values [4, 1, 3, 0, 2]"
+if [ "$(echo "$output" | tail -1)" != "$expected" ]; then
+  echo "embedder: the README's example printed the above, not \"$expected\"" >&2
+  exit 1
+fi
