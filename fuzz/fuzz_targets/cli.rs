@@ -18,6 +18,8 @@ mod input;
 mod output;
 #[path = "../../src/bin/bitonic-vk/passes.rs"]
 mod passes;
+#[path = "../../src/bin/bitonic-vk/sink.rs"]
+mod sink;
 #[path = "../../src/bin/bitonic-vk/sizes.rs"]
 mod sizes;
 

@@ -160,9 +160,9 @@ struct Case<'a> {
 
 pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     // Outputs first, so that an unwritable path fails before a long sweep.
-    let json_out = output::stage(args.json.as_ref())?;
-    let csv_out = output::stage(args.csv.as_ref())?;
-    let plot_out = output::stage(args.plot.as_ref())?;
+    let json_out = output::open_beside_table("--json", args.json.as_ref())?;
+    let csv_out = output::open_beside_table("--csv", args.csv.as_ref())?;
+    let plot_out = output::open_beside_table("--plot", args.plot.as_ref())?;
     let ctx = Context::new(&gpu.desc())?;
     let info = ctx.device_info().clone();
     let desc = SorterDesc {

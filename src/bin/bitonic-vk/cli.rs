@@ -161,15 +161,17 @@ pub struct SortArgs {
     /// Keep equal keys in input order (their values with them); 4-byte key types, with --values.
     #[arg(long, requires = "values")]
     pub stable: bool,
-    /// A file of u32 values, one per key, to move with the keys.
+    /// A file of u32 values, one per key, to move with the keys (`-`: standard input).
     #[arg(long, requires = "values_output", value_name = "FILE")]
     pub values: Option<PathBuf>,
-    /// Where to write the values in sorted-key order.
+    /// Where to write the values in sorted-key order (as OUTPUT is written).
     #[arg(long, requires = "values", value_name = "FILE")]
     pub values_output: Option<PathBuf>,
-    /// Keys to sort: raw little-endian keys of --type.
+    /// Keys to sort: raw little-endian keys of --type (`-`: standard input).
     pub input: PathBuf,
-    /// Where to write the sorted keys (written whole, or not at all).
+    /// Where to write the sorted keys: a regular file (or a link to one) is written whole or not at
+    /// all, through a temporary file renamed over it; `-` (standard output), a device, a FIFO or a
+    /// socket is written in place.
     pub output: PathBuf,
 }
 

@@ -1,5 +1,5 @@
-//! Output files: written whole or not at all (a temporary file beside the target, renamed over it
-//! once complete), and the SVG plots.
+//! Output files, written as `sink` says (a regular file whole or not at all, anything else in
+//! place), their errors mapped to exit codes, and the JSON, CSV and SVG they hold.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -7,70 +7,83 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use plotters::prelude::*;
 
+use crate::sink::{self, Sink};
 use crate::Failure;
 
-/// An output file being written: a temporary file beside `path`, renamed over it by `persist`.
-/// Created before long work starts, so that an unwritable path fails at once.
-pub struct Staged {
-    file: tempfile::NamedTempFile,
+/// An output path as messages show it: `-` is named as standard output.
+pub fn shown(path: &Path) -> String {
+    if sink::is_stdio(path) {
+        "- (standard output)".to_owned()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// An output being written. Opened before long work starts, so that an unwritable path fails
+/// at once (exit code 2); a failed write is a failure of the run (exit code 1).
+pub struct Output {
+    sink: Sink,
     path: PathBuf,
 }
 
-impl Staged {
-    /// Creates the temporary file for `path`.
-    pub fn new(path: &Path) -> Result<Staged, Failure> {
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if path.is_dir() {
-            return Err(Failure::Input(anyhow!("cannot write output {}: it is a directory", path.display())));
-        }
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(".bitonic-vk-");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            // Results, not secrets: the mode `File::create` gives (0666 less the umask), not the
-            // owner-only 0600 of a temporary file.
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
-        }
-        let file = builder
-            .tempfile_in(dir)
-            .map_err(|e| Failure::Input(anyhow!("cannot write output {}: {e}", path.display())))?;
-        Ok(Staged { file, path: path.to_owned() })
+impl Output {
+    /// Opens the output `path`: `-` for standard output.
+    pub fn open(path: &Path) -> Result<Output, Failure> {
+        let sink = Sink::open(path).map_err(|e| Failure::Input(anyhow!("cannot write output {}: {e}", shown(path))))?;
+        Ok(Output { sink, path: path.to_owned() })
     }
 
-    /// Writes `bytes` and syncs them to disk.
+    /// Writes `bytes`: a regular file's are synced to disk, anything else's flushed.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
-        self.file
+        self.sink
             .write_all(bytes)
-            .and_then(|()| self.file.as_file().sync_all())
-            .map_err(|e| Failure::Run(anyhow!("cannot write output {}: {e}", self.path.display())))
+            .and_then(|()| self.sink.sync())
+            .map_err(|e| Failure::Run(anyhow!("cannot write output {}: {e}", shown(&self.path))))
     }
 
-    /// Renames the complete file over its target.
+    /// Renames a regular file's complete temporary file over its target.
     pub fn persist(self) -> Result<(), Failure> {
         let path = self.path;
-        self.file
-            .persist(&path)
-            .map_err(|e| Failure::Run(anyhow!("cannot write output {}: {}", path.display(), e.error)))?;
-        Ok(())
+        self.sink.persist().map_err(|e| Failure::Run(anyhow!("cannot write output {}: {e}", shown(&path))))
     }
 
-    /// Writes `bytes` and renames the file over its target.
+    /// Writes `bytes` and renames a regular file's temporary file over its target.
     pub fn finish(mut self, bytes: &[u8]) -> Result<(), Failure> {
         self.write(bytes)?;
         self.persist()
     }
 }
 
-/// Whether two output paths name one file: the same path once the directories' links are
-/// resolved, or (where both exist) one file through a link, symbolic or hard.
+/// The identity of a file (device and inode) through links, and of standard output for `-`.
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata = if sink::is_stdio(path) {
+        use std::os::fd::AsFd as _;
+        let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+        std::fs::File::from(fd).metadata().ok()?
+    } else {
+        std::fs::metadata(path).ok()?
+    };
+    Some((metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// Whether two output paths name one file: both `-`; the same path once links (the path's own
+/// and its directories') are resolved; or, where both exist, one file through a link, symbolic or
+/// hard, or `-` and a path to what standard output is.
 pub fn same_file(a: &Path, b: &Path) -> bool {
+    if sink::is_stdio(a) || sink::is_stdio(b) {
+        return (sink::is_stdio(a) && sink::is_stdio(b)) || identity(a).zip(identity(b)).is_some_and(|(x, y)| x == y);
+    }
     // A path that does not exist yet: its directory resolved, and its own name.
     let resolve = |p: &Path| {
-        std::fs::canonicalize(p).ok().or_else(|| {
+        let p = sink::resolve_links(p).ok()?;
+        std::fs::canonicalize(&p).ok().or_else(|| {
             let dir = match p.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => Path::new("."),
@@ -83,19 +96,19 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
             return true;
         }
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-            return x.dev() == y.dev() && x.ino() == y.ino();
-        }
-    }
-    false
+    identity(a).zip(identity(b)).is_some_and(|(x, y)| x == y)
 }
 
-/// Staged files for an optional output path.
-pub fn stage(path: Option<&PathBuf>) -> Result<Option<Staged>, Failure> {
-    path.map(|p| Staged::new(p)).transpose()
+/// Opens the optional output of `flag` (`--json`, `--csv`, `--plot`) of a command that prints its
+/// table on standard output, which therefore cannot take `-`.
+pub fn open_beside_table(flag: &str, path: Option<&PathBuf>) -> Result<Option<Output>, Failure> {
+    match path {
+        Some(p) if sink::is_stdio(p) => Err(Failure::Input(anyhow!(
+            "{flag} -: standard output carries the table this command prints: give {flag} a file"
+        ))),
+        Some(p) => Output::open(p).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Rows as a JSON array.

@@ -159,8 +159,8 @@ fn us(d: Duration) -> f64 {
 }
 
 pub fn run(gpu: &GpuArgs, args: &PassesArgs) -> Result<(), Failure> {
-    let json_out = output::stage(args.json.as_ref())?;
-    let plot_out = output::stage(args.plot.as_ref())?;
+    let json_out = output::open_beside_table("--json", args.json.as_ref())?;
+    let plot_out = output::open_beside_table("--plot", args.plot.as_ref())?;
     if args.n < 2 {
         return Err(Failure::Input(anyhow!("--n {} has nothing to sort: choose 2 or more", args.n)));
     }
