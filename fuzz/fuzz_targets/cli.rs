@@ -6,12 +6,16 @@
 #![no_main]
 #![allow(dead_code, unused_imports)]
 
+#[path = "../../src/bin/bitonic-vk/args.rs"]
+mod args;
 #[path = "../../src/bin/bitonic-vk/bench.rs"]
 mod bench;
 #[path = "../../src/bin/bitonic-vk/cli.rs"]
 mod cli;
 #[path = "../../src/bin/bitonic-vk/data.rs"]
 mod data;
+#[path = "../../src/bin/bitonic-vk/failure.rs"]
+mod failure;
 #[path = "../../src/bin/bitonic-vk/input.rs"]
 mod input;
 #[path = "../../src/bin/bitonic-vk/output.rs"]
@@ -22,9 +26,6 @@ mod passes;
 mod sink;
 #[path = "../../src/bin/bitonic-vk/sizes.rs"]
 mod sizes;
-
-// The names the command's modules take from its crate root.
-use cli::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 use std::collections::HashSet;
 use std::ffi::OsString;

@@ -10,11 +10,11 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use crate::cli::TuningArgs;
+use crate::args::{GpuArgs, OrderArg, TimeFrom, TuningArgs};
 use crate::data::{self, BenchKey, Distribution, KeyType};
+use crate::failure::Failure;
 use crate::output::{self, Panel, Series};
 use crate::sizes::{parse_counts, parse_sizes, CountList, SizeList};
-use crate::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 #[derive(Args)]
 pub struct BenchArgs {

@@ -1,8 +1,10 @@
 //! The `bitonic-vk` command: sort binary files, list Vulkan devices, benchmark the sort.
 
+mod args;
 mod bench;
 mod cli;
 mod data;
+mod failure;
 mod input;
 mod output;
 mod passes;
@@ -18,8 +20,10 @@ use anyhow::anyhow;
 use bitonic_vk::{list_devices, Context, Order, SortKey, Sorter, SorterDesc, StableKey};
 use clap::Parser as _;
 
-use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs, TimeFrom};
+use args::GpuArgs;
+use cli::{Cli, Command, SortArgs};
 use data::KeyType;
+use failure::Failure;
 use output::Output;
 
 fn main() -> ExitCode {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use plotters::prelude::*;
 
+use crate::failure::Failure;
 use crate::sink::{self, Sink};
-use crate::Failure;
 
 /// An output path as messages show it: `-` is named as standard output.
 pub fn shown(path: &Path) -> String {

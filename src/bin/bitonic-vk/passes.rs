@@ -11,11 +11,11 @@ use bitonic_vk::{BarrierFlavor, Context, DeviceType, Order, PassStudy, PassSync,
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::cli::TuningArgs;
+use crate::args::{GpuArgs, OrderArg, TimeFrom, TuningArgs};
 use crate::data::{self, BenchKey, Distribution, KeyType};
+use crate::failure::Failure;
 use crate::output;
 use crate::sizes::parse_size;
-use crate::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 #[derive(Args)]
 pub struct PassesArgs {
