@@ -424,7 +424,8 @@ fn passes_times_each_pass_and_compares_strategies() {
     let dir = Dir::new();
     let (json, svg) = (dir.path("p.json"), dir.path("p.svg"));
     let out = bitonic()
-        .args(["passes", "--n", "5000", "--pairs", "--max-tile", "256", "--compare", "--reps", "2", "--chain", "20"])
+        .args(["passes", "--n", "5000", "--pairs", "--max-tile", "256", "--compare", "--reps", "2", "--rounds", "3"])
+        .args(["--chain", "20"])
         .arg("--json")
         .arg(&json)
         .arg("--plot")
@@ -453,13 +454,60 @@ fn passes_times_each_pass_and_compares_strategies() {
     assert!(unfused > fused.len(), "unfused {unfused} passes, fused {}", fused.len());
     let svg = fs::read_to_string(&svg).expect("plot written");
     assert!(svg.starts_with("<svg") && svg.contains("tile_sort") && svg.contains("local_merge"), "{svg}");
+    // Every strategy's rows, measured over the rounds.
+    for strategy in ["barrier/memory", "barrier/buffer", "submit-per-sort", "submit-per-pass", "barrier/memory/unfused"]
+    {
+        let of: Vec<_> = rows.iter().filter(|r| r["strategy"] == strategy).collect();
+        assert!(!of.is_empty() && of.iter().all(|r| r["rounds"] == 3), "{strategy}: {of:?}");
+    }
+    // Each round runs every strategy and chain once, starting one later than the round before.
+    let orders: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("round ")?.split_once(": ").map(|(_, o)| o.split(", ").collect()))
+        .collect();
+    assert_eq!(orders.len(), 3, "{stdout}");
+    assert!(orders[0].contains(&"submit-per-pass") && orders[0].contains(&"chain/buffer"), "{stdout}");
+    for pair in orders.windows(2) {
+        let mut rotated = pair[0].clone();
+        rotated.rotate_left(1);
+        assert_eq!(pair[1], rotated, "{stdout}");
+    }
+}
+
+#[test]
+fn passes_warns_when_its_probe_moved_over_5_percent() {
+    let dir = Dir::new();
+    let json = dir.path("p.json");
+    // The hook stands for a device whose speed moved: the probe at the end reads 20 % slower.
+    let out = bitonic()
+        .args(["passes", "--n", "2^12", "--reps", "2", "--rounds", "2", "--test-probe-moved", "1.2", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("warning: the run did not settle: barrier/memory") && stdout.contains("+20.0 %"),
+        "{stdout}"
+    );
+    let rows = json_rows(&json);
+    assert!(!rows.is_empty() && rows.iter().all(|r| r["settled"] == false), "{rows:?}");
+    assert!(rows.iter().all(|r| r["probe_moved_pct"].as_f64().is_some_and(|p| (p - 20.0).abs() < 0.1)), "{rows:?}");
+    // Within 5 %: settled, and said so.
+    let out = bitonic()
+        .args(["passes", "--n", "2^12", "--reps", "2", "--rounds", "2", "--test-probe-moved", "0.97", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("settled: barrier/memory") && !stdout.contains("warning"), "{stdout}");
+    assert!(json_rows(&json).iter().all(|r| r["settled"] == true));
 }
 
 #[test]
 fn passes_runs_each_strategy_alone() {
     for args in [&["--sync", "submit"][..], &["--sync", "sort"], &["--barrier", "buffer"], &["--max-fused", "1"]] {
         bitonic()
-            .args(["passes", "--n", "3000", "--max-tile", "256", "--reps", "2"])
+            .args(["passes", "--n", "3000", "--max-tile", "256", "--reps", "2", "--rounds", "2"])
             .args(args)
             .assert()
             .success()
@@ -477,6 +525,7 @@ fn passes_refuses_bad_arguments() {
         (&["--sync", "never"], "never"),
         (&["--barrier", "none"], "none"),
         (&["--reps", "0"], "reps"),
+        (&["--rounds", "0"], "rounds"),
         (&["--compare", "--max-fused", "1"], "--max-fused"),
         (&["--segment-run", "12"], "segment_run"),
         (&["--segment-run", "1"], "segment_run"),
