@@ -347,6 +347,11 @@ fn bench_writes_json_csv_and_a_plot() {
     assert_eq!(csv.lines().count(), 13);
     let svg = fs::read_to_string(&svg).expect("plot written");
     assert!(svg.starts_with("<svg") && svg.contains("Mkeys/s") && svg.contains("i32 pairs few-unique desc"), "{svg}");
+    // The sizes label the x axis as the powers of two they are.
+    let labels: Vec<&str> = svg.split("</text>").filter_map(|t| Some(t.rsplit_once('>')?.1.trim())).collect();
+    for size in ["2^8", "2^9", "2^10"] {
+        assert_eq!(labels.iter().filter(|l| **l == size).count(), 2, "{size} under each panel: {labels:?}");
+    }
     assert_eq!(dir.listing(), ["r.csv", "r.json", "r.svg"]);
 }
 
