@@ -47,6 +47,7 @@ const WORDS: &[&str] = &[
     "few-unique", "--reps", "--warmup", "--seed", "--no-verify", "--json", "--csv", "--plot", "--max-tile",
     "--max-fused", "--local-wg", "--n", "--pairs", "--sync", "barrier", "submit", "--barrier", "memory", "buffer",
     "barrier2", "--compare", "--chain", "1", "200", "201", "-1", "2^63", "=", "u64", "i64", "f64", "--stable",
+    "-", "--rounds",
 ];
 
 #[derive(Arbitrary, Debug)]
