@@ -347,6 +347,11 @@ fn bench_writes_json_csv_and_a_plot() {
     assert_eq!(csv.lines().count(), 13);
     let svg = fs::read_to_string(&svg).expect("plot written");
     assert!(svg.starts_with("<svg") && svg.contains("Mkeys/s") && svg.contains("i32 pairs few-unique desc"), "{svg}");
+    // The sizes label the x axis as the powers of two they are.
+    let labels: Vec<&str> = svg.split("</text>").filter_map(|t| Some(t.rsplit_once('>')?.1.trim())).collect();
+    for size in ["2^8", "2^9", "2^10"] {
+        assert_eq!(labels.iter().filter(|l| **l == size).count(), 2, "{size} under each panel: {labels:?}");
+    }
     assert_eq!(dir.listing(), ["r.csv", "r.json", "r.svg"]);
 }
 
@@ -424,7 +429,8 @@ fn passes_times_each_pass_and_compares_strategies() {
     let dir = Dir::new();
     let (json, svg) = (dir.path("p.json"), dir.path("p.svg"));
     let out = bitonic()
-        .args(["passes", "--n", "5000", "--pairs", "--max-tile", "256", "--compare", "--reps", "2", "--chain", "20"])
+        .args(["passes", "--n", "5000", "--pairs", "--max-tile", "256", "--compare", "--reps", "2", "--rounds", "3"])
+        .args(["--chain", "20"])
         .arg("--json")
         .arg(&json)
         .arg("--plot")
@@ -453,13 +459,60 @@ fn passes_times_each_pass_and_compares_strategies() {
     assert!(unfused > fused.len(), "unfused {unfused} passes, fused {}", fused.len());
     let svg = fs::read_to_string(&svg).expect("plot written");
     assert!(svg.starts_with("<svg") && svg.contains("tile_sort") && svg.contains("local_merge"), "{svg}");
+    // Every strategy's rows, measured over the rounds.
+    for strategy in ["barrier/memory", "barrier/buffer", "submit-per-sort", "submit-per-pass", "barrier/memory/unfused"]
+    {
+        let of: Vec<_> = rows.iter().filter(|r| r["strategy"] == strategy).collect();
+        assert!(!of.is_empty() && of.iter().all(|r| r["rounds"] == 3), "{strategy}: {of:?}");
+    }
+    // Each round runs every strategy and chain once, starting one later than the round before.
+    let orders: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("round ")?.split_once(": ").map(|(_, o)| o.split(", ").collect()))
+        .collect();
+    assert_eq!(orders.len(), 3, "{stdout}");
+    assert!(orders[0].contains(&"submit-per-pass") && orders[0].contains(&"chain/buffer"), "{stdout}");
+    for pair in orders.windows(2) {
+        let mut rotated = pair[0].clone();
+        rotated.rotate_left(1);
+        assert_eq!(pair[1], rotated, "{stdout}");
+    }
+}
+
+#[test]
+fn passes_warns_when_its_probe_moved_over_5_percent() {
+    let dir = Dir::new();
+    let json = dir.path("p.json");
+    // The hook stands for a device whose speed moved: the probe at the end reads 20 % slower.
+    let out = bitonic()
+        .args(["passes", "--n", "2^12", "--reps", "2", "--rounds", "2", "--test-probe-moved", "1.2", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("warning: the run did not settle: barrier/memory") && stdout.contains("+20.0 %"),
+        "{stdout}"
+    );
+    let rows = json_rows(&json);
+    assert!(!rows.is_empty() && rows.iter().all(|r| r["settled"] == false), "{rows:?}");
+    assert!(rows.iter().all(|r| r["probe_moved_pct"].as_f64().is_some_and(|p| (p - 20.0).abs() < 0.1)), "{rows:?}");
+    // Within 5 %: settled, and said so.
+    let out = bitonic()
+        .args(["passes", "--n", "2^12", "--reps", "2", "--rounds", "2", "--test-probe-moved", "0.97", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("settled: barrier/memory") && !stdout.contains("warning"), "{stdout}");
+    assert!(json_rows(&json).iter().all(|r| r["settled"] == true));
 }
 
 #[test]
 fn passes_runs_each_strategy_alone() {
     for args in [&["--sync", "submit"][..], &["--sync", "sort"], &["--barrier", "buffer"], &["--max-fused", "1"]] {
         bitonic()
-            .args(["passes", "--n", "3000", "--max-tile", "256", "--reps", "2"])
+            .args(["passes", "--n", "3000", "--max-tile", "256", "--reps", "2", "--rounds", "2"])
             .args(args)
             .assert()
             .success()
@@ -477,6 +530,7 @@ fn passes_refuses_bad_arguments() {
         (&["--sync", "never"], "never"),
         (&["--barrier", "none"], "none"),
         (&["--reps", "0"], "reps"),
+        (&["--rounds", "0"], "rounds"),
         (&["--compare", "--max-fused", "1"], "--max-fused"),
         (&["--segment-run", "12"], "segment_run"),
         (&["--segment-run", "1"], "segment_run"),
@@ -610,4 +664,193 @@ fn outputs_get_the_mode_of_an_ordinary_new_file() {
     fs::File::create(dir.path("plain")).expect("create");
     let mode = |name: &str| fs::metadata(dir.path(name)).expect("metadata").permissions().mode() & 0o777;
     assert_eq!(mode("out.bin"), mode("plain"), "not the 0600 of a temporary file");
+}
+
+/// `n` random u32 keys in `path`, and the bytes they sort to.
+fn random_keys(path: &Path, n: usize, seed: u64) -> (Vec<u32>, Vec<u8>) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let keys: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+    write_words(path, &keys);
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    (keys, sorted.iter().flat_map(|w| w.to_le_bytes()).collect())
+}
+
+#[cfg(unix)]
+#[test]
+fn an_output_through_a_symbolic_link_replaces_the_file_it_ends_at_and_keeps_the_link() {
+    let dir = Dir::new();
+    let (_, sorted) = random_keys(&dir.path("in"), 3000, 31);
+    fs::write(dir.path("old"), b"stale").expect("write");
+    fs::create_dir(dir.path("sub")).expect("mkdir");
+    // A chain of two links to a file, and a link to a file not there yet, from another directory.
+    std::os::unix::fs::symlink("old", dir.path("hop")).expect("symlink");
+    std::os::unix::fs::symlink("hop", dir.path("link")).expect("symlink");
+    std::os::unix::fs::symlink("../new", dir.path("sub/dangling")).expect("symlink");
+    for out in ["link", "sub/dangling"] {
+        bitonic().arg("sort").arg(dir.path("in")).arg(dir.path(out)).assert().success();
+        assert!(fs::symlink_metadata(dir.path(out)).expect("link").file_type().is_symlink(), "{out} is a link still");
+    }
+    assert_eq!(fs::read(dir.path("old")).expect("target"), sorted);
+    assert_eq!(fs::read(dir.path("new")).expect("target"), sorted);
+    assert!(fs::symlink_metadata(dir.path("hop")).expect("link").file_type().is_symlink());
+    assert_eq!(dir.listing(), ["hop", "in", "link", "new", "old", "sub"], "no temporary file left");
+}
+
+/// A FIFO in `dir` with a thread reading it to its end; the thread's bytes come through the
+/// receiver.
+#[cfg(unix)]
+fn fifo_with_reader(dir: &Dir, name: &str) -> std::sync::mpsc::Receiver<Vec<u8>> {
+    let fifo = dir.path(name);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(fs::read(&fifo).expect("the FIFO is readable"));
+    });
+    receive
+}
+
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_a_fifo_is_written_in_place() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = Dir::new();
+    let (_, sorted) = random_keys(&dir.path("in"), 5000, 32);
+    let read = fifo_with_reader(&dir, "fifo");
+    bitonic().arg("sort").arg(dir.path("in")).arg(dir.path("fifo")).assert().success();
+    let got = read.recv_timeout(std::time::Duration::from_secs(60)).expect("the reader reached the end");
+    assert!(got == sorted, "the reader got {} bytes, not the {} sorted ones", got.len(), sorted.len());
+    assert!(fs::symlink_metadata(dir.path("fifo")).expect("fifo").file_type().is_fifo(), "a FIFO still");
+    assert_eq!(dir.listing(), ["fifo", "in"], "no temporary file left");
+}
+
+/// Character devices made in `dir` with mknod (`name`, major, minor), or None (with a note) where
+/// this process may not make or open them (not root, or a file system mounted nodev).
+#[cfg(unix)]
+fn private_devices(dir: &Dir, nodes: &[(&str, u32, u32)]) -> Option<()> {
+    for &(name, major, minor) in nodes {
+        let path = dir.path(name);
+        let made = std::process::Command::new("mknod")
+            .arg(&path)
+            .args(["c", &major.to_string(), &minor.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) || fs::OpenOptions::new().write(true).open(&path).is_err() {
+            println!("note: cannot make and open a device node in {} (not root?): skipped", dir.0.path().display());
+            return None;
+        }
+    }
+    Some(())
+}
+
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_a_device_is_written_in_place_and_its_errors_exit_1() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = Dir::new();
+    random_keys(&dir.path("in"), 1000, 33);
+    // The kernel's null (1, 3) and full (1, 7) devices, as private nodes: never the machine's own.
+    if private_devices(&dir, &[("null", 1, 3), ("full", 1, 7)]).is_none() {
+        return;
+    }
+    bitonic().arg("sort").arg(dir.path("in")).arg(dir.path("null")).assert().success();
+    bitonic()
+        .arg("sort")
+        .arg(dir.path("in"))
+        .arg(dir.path("full"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("No space left on device").and(predicate::str::contains("full")));
+    // bench's outputs alike.
+    bitonic()
+        .args(["bench", "--sizes", "2^8", "--payload", "keys", "--reps", "1", "--warmup", "0", "--json"])
+        .arg(dir.path("null"))
+        .arg("--csv")
+        .arg(dir.path("full"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("No space left on device"));
+    for node in ["null", "full"] {
+        let kind = fs::symlink_metadata(dir.path(node)).expect("node").file_type();
+        assert!(kind.is_char_device(), "{node} is a character device still");
+    }
+    assert_eq!(dir.listing(), ["full", "in", "null"], "no temporary file left");
+}
+
+#[test]
+fn a_dash_reads_standard_input_and_writes_standard_output() {
+    let dir = Dir::new();
+    let (keys, sorted) = random_keys(&dir.path("in"), 4000, 34);
+    let bytes = fs::read(dir.path("in")).expect("input");
+    let out = bitonic().args(["sort", "-", "-"]).write_stdin(bytes.clone()).assert().success();
+    assert!(out.get_output().stdout == sorted, "standard output holds the sorted keys");
+    // Keys from standard input, their values (the indices) to standard output.
+    write_words(&dir.path("values"), &(0..keys.len() as u32).collect::<Vec<_>>());
+    let out = bitonic()
+        .args(["sort", "--values"])
+        .arg(dir.path("values"))
+        .args(["--values-output", "-", "-"])
+        .arg(dir.path("keys.out"))
+        .write_stdin(bytes.clone())
+        .assert()
+        .success();
+    let values: Vec<u32> =
+        out.get_output().stdout.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    assert_sorted("u32 pairs", &keys, Order::Ascending, u32::cmp, &words(&dir.path("keys.out")), Some(&values));
+    // A length of no whole number of keys is refused as from a file.
+    bitonic()
+        .args(["sort", "--type", "u64", "-", "-"])
+        .write_stdin(&bytes[..12])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("standard input").and(predicate::str::contains("not a multiple of 8")));
+}
+
+#[test]
+fn two_parts_of_a_sort_through_one_dash_or_one_stream_are_refused() {
+    let dir = Dir::new();
+    random_keys(&dir.path("in"), 10, 35);
+    for (args, message) in [
+        (&["--values", "-", "--values-output", "v", "-", "k"][..], "--values - and the keys' INPUT -"),
+        (&["--values", "in", "--values-output", "-", "in", "-"], "--values-output - and the keys' OUTPUT -"),
+        // Standard output here is a pipe to the test: /dev/stdout is the same pipe.
+        (&["--values", "in", "--values-output", "/dev/stdout", "in", "-"], "are the same file"),
+    ] {
+        bitonic()
+            .current_dir(dir.0.path())
+            .arg("sort")
+            .args(args)
+            .write_stdin(fs::read(dir.path("in")).expect("input"))
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(message));
+    }
+    assert_eq!(dir.listing(), ["in"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn bench_outputs_through_a_link_keep_the_link_and_refuse_a_dash() {
+    let dir = Dir::new();
+    fs::write(dir.path("r.json"), b"old").expect("write");
+    std::os::unix::fs::symlink("r.json", dir.path("link.json")).expect("symlink");
+    bitonic()
+        .args(["bench", "--sizes", "2^8", "--payload", "keys", "--reps", "1", "--warmup", "0", "--json"])
+        .arg(dir.path("link.json"))
+        .assert()
+        .success();
+    assert!(fs::symlink_metadata(dir.path("link.json")).expect("link").file_type().is_symlink());
+    assert_eq!(json_rows(&dir.path("r.json")).len(), 1);
+    for flag in ["--json", "--csv", "--plot"] {
+        bitonic()
+            .args(["bench", "--sizes", "2^8", flag, "-"])
+            .assert()
+            .code(2)
+            .stdout(predicate::str::contains("device:").not())
+            .stderr(predicate::str::contains(format!("{flag} -")));
+    }
+    assert_eq!(dir.listing(), ["link.json", "r.json"]);
 }

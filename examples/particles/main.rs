@@ -17,8 +17,11 @@
 
 mod render;
 mod scene;
+// How the command writes its outputs, shared so that --out treats links, devices and FIFOs alike.
+#[path = "../../src/bin/bitonic-vk/sink.rs"]
+#[allow(dead_code)]
+mod sink;
 
-use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,13 +30,14 @@ use anyhow::{anyhow, Context as _, Result};
 use clap::Parser;
 
 use render::{BadRequest, Gpu, GpuDesc, Readback, RenderDesc, Renderer};
+use sink::Sink;
 
 /// Particles sorted back to front on the GPU and drawn as alpha-blended sprites, headless.
 #[derive(Parser, Debug)]
 #[command(name = "particles")]
 struct Args {
-    /// Write the last frame here as PNG (via a temporary file in the same directory, renamed
-    /// into place once complete).
+    /// Write the last frame here as PNG: a regular file (or a link to one) through a temporary
+    /// file beside it, renamed into place once complete; a device or a FIFO in place.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Particles: a number or a power such as 2^20.
@@ -138,32 +142,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// A temporary file next to `out`, made before any work so that an unwritable path is reported
-/// at once.
-fn prepare_output(out: &Path) -> Result<tempfile::NamedTempFile> {
-    if out.is_dir() {
-        return Err(BadArgument(format!("--out {}: is a directory", out.display())).into());
+/// Opens `out` before any work, so that an unwritable path is reported at once.
+fn prepare_output(out: &Path) -> Result<Sink> {
+    if sink::is_stdio(out) {
+        return Err(BadArgument("--out -: standard output carries the frame times: give --out a file".into()).into());
     }
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".particles-").suffix(".png.tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // An image, not a secret: the mode `File::create` gives (0666 less the umask), not the
-        // owner-only 0600 of a temporary file.
-        builder.permissions(fs::Permissions::from_mode(0o666));
-    }
-    builder
-        .tempfile_in(dir)
-        .map_err(|e| BadArgument(format!("--out {}: cannot write in {}: {e}", out.display(), dir.display())).into())
+    Sink::open(out).map_err(|e| BadArgument(format!("--out {}: cannot write it: {e}", out.display())).into())
 }
 
-fn write_png(file: &fs::File, size: (u32, u32), rgb: &[u8]) -> Result<()> {
-    let mut writer = BufWriter::new(file);
+fn write_png(out: &mut Sink, size: (u32, u32), rgb: &[u8]) -> Result<()> {
+    let mut writer = BufWriter::new(out);
     let mut encoder = png::Encoder::new(&mut writer, size.0, size.1);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
@@ -201,7 +189,7 @@ fn run(args: &Args) -> Result<()> {
     result
 }
 
-fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>) -> Result<()> {
+fn render_frames(args: &Args, gpu: &Gpu, output: Option<Sink>) -> Result<()> {
     let (width, height) = args.size;
     let desc = RenderDesc {
         count: args.count,
@@ -297,11 +285,14 @@ fn render_frames(args: &Args, gpu: &Gpu, output: Option<tempfile::NamedTempFile>
         }
     }
     drop(renderer);
-    if let (Some(tmp), Some(out)) = (output, &args.out) {
+    if let (Some(mut sink), Some(out)) = (output, &args.out) {
         let image = last_image.ok_or_else(|| anyhow!("the last frame's image was not read back"))?;
-        write_png(tmp.as_file(), args.size, &scene::to_rgb8(&image))
-            .with_context(|| format!("writing {}", tmp.path().display()))?;
-        tmp.persist(out).map_err(|e| anyhow!("--out {}: {}", out.display(), e.error))?;
+        write_png(&mut sink, args.size, &scene::to_rgb8(&image))
+            .and_then(|()| {
+                sink.sync()?;
+                Ok(sink.persist()?)
+            })
+            .with_context(|| format!("--out {}: cannot write it", out.display()))?;
         println!("wrote {} ({width}x{height}, frame {})", out.display(), total - 1);
     }
     Ok(())

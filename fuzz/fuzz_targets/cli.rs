@@ -6,23 +6,28 @@
 #![no_main]
 #![allow(dead_code, unused_imports)]
 
+#[path = "../../src/bin/bitonic-vk/args.rs"]
+mod args;
 #[path = "../../src/bin/bitonic-vk/bench.rs"]
 mod bench;
 #[path = "../../src/bin/bitonic-vk/cli.rs"]
 mod cli;
 #[path = "../../src/bin/bitonic-vk/data.rs"]
 mod data;
+#[path = "../../src/bin/bitonic-vk/failure.rs"]
+mod failure;
 #[path = "../../src/bin/bitonic-vk/input.rs"]
 mod input;
 #[path = "../../src/bin/bitonic-vk/output.rs"]
 mod output;
 #[path = "../../src/bin/bitonic-vk/passes.rs"]
 mod passes;
+#[path = "../../src/bin/bitonic-vk/sink.rs"]
+mod sink;
 #[path = "../../src/bin/bitonic-vk/sizes.rs"]
 mod sizes;
-
-// The names the command's modules take from its crate root.
-use cli::{Failure, GpuArgs, OrderArg, TimeFrom};
+#[path = "../../src/bin/bitonic-vk/startup.rs"]
+mod startup;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -44,6 +49,7 @@ const WORDS: &[&str] = &[
     "few-unique", "--reps", "--warmup", "--seed", "--no-verify", "--json", "--csv", "--plot", "--max-tile",
     "--max-fused", "--local-wg", "--n", "--pairs", "--sync", "barrier", "submit", "--barrier", "memory", "buffer",
     "barrier2", "--compare", "--chain", "1", "200", "201", "-1", "2^63", "=", "u64", "i64", "f64", "--stable",
+    "-", "--rounds", "startup", "--runs", "--no-pipeline-cache",
 ];
 
 #[derive(Arbitrary, Debug)]

@@ -5,16 +5,16 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _};
-use bitonic_vk::{Calibration, DeviceType, Order, Sorter, SorterDesc, WarmUp};
+use bitonic_vk::{Calibration, DeviceType, Order, SortKey, Sorter, SorterDesc, WarmUp};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use crate::cli::TuningArgs;
+use crate::args::{GpuArgs, OrderArg, TimeFrom, TuningArgs};
 use crate::data::{self, BenchKey, Distribution, KeyType};
+use crate::failure::Failure;
 use crate::output::{self, Panel, Series};
 use crate::sizes::{parse_counts, parse_sizes, CountList, SizeList};
-use crate::{Failure, GpuArgs, OrderArg, TimeFrom};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -160,9 +160,9 @@ struct Case<'a> {
 
 pub fn run(gpu: &GpuArgs, args: &BenchArgs) -> Result<(), Failure> {
     // Outputs first, so that an unwritable path fails before a long sweep.
-    let json_out = output::stage(args.json.as_ref())?;
-    let csv_out = output::stage(args.csv.as_ref())?;
-    let plot_out = output::stage(args.plot.as_ref())?;
+    let json_out = output::open_beside_table("--json", args.json.as_ref())?;
+    let csv_out = output::open_beside_table("--csv", args.csv.as_ref())?;
+    let plot_out = output::open_beside_table("--plot", args.plot.as_ref())?;
     let ctx = gpu.context()?;
     let info = ctx.device_info().clone();
     let desc = SorterDesc {
@@ -389,6 +389,34 @@ fn case_order(order: Order) -> &'static str {
     }
 }
 
+/// Keeps a GPU busy with batches of about [`WARM_BATCH`] of sorts of `keys` (and `values`) until a
+/// sort's time settles ([`WarmUp`]); `estimate` sizes the first batch. Returns a sort's settled
+/// time. `bench` runs it before each case, `passes` before its rounds.
+pub fn warm_up<K: SortKey>(
+    sorter: &mut Sorter,
+    keys: &[K],
+    values: Option<&[u32]>,
+    order: Order,
+    estimate: Duration,
+) -> Result<Duration, Failure> {
+    let mut estimate = estimate.max(Duration::from_micros(1));
+    let mut warm_up = WarmUp::new();
+    loop {
+        let batch = (WARM_BATCH.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 240.0) as u32;
+        let (mut k, mut v) = (keys.to_vec(), values.map(<[u32]>::to_vec));
+        let mut times = sorter.time_repeated(&mut k, v.as_deref_mut(), order, batch)?;
+        if times.is_empty() {
+            return Ok(estimate);
+        }
+        times.sort();
+        let typical = median(&times);
+        estimate = typical.max(Duration::from_micros(1));
+        if warm_up.settled(typical) {
+            return Ok(estimate);
+        }
+    }
+}
+
 /// Times the CPU baseline `sort` on copies of `input`: up to `reps` runs within [`CPU_BUDGET`].
 /// Returns the median and the first run's result.
 fn time_cpu<T: Clone>(input: &[T], reps: u32, sort: impl Fn(&mut [T])) -> (Duration, Vec<T>) {
@@ -464,22 +492,7 @@ fn run_case<K: BenchKey>(sorter: &mut Sorter, case: &Case<'_>, key_type: KeyType
     let mut values = indices.clone();
     let mut untimed = args.warmup;
     if case.gpu_warm_up {
-        let mut estimate = median(&wall_times).max(Duration::from_micros(1));
-        let mut warm_up = WarmUp::new();
-        loop {
-            let batch = (WARM_BATCH.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 240.0) as u32;
-            let (mut k, mut v) = (keys.clone(), values.clone());
-            let mut times = sorter.time_repeated(&mut k, pairs.then_some(&mut v[..]), order, batch)?;
-            if times.is_empty() {
-                break;
-            }
-            times.sort();
-            let typical = median(&times);
-            estimate = typical.max(Duration::from_micros(1));
-            if warm_up.settled(typical) {
-                break;
-            }
-        }
+        let estimate = warm_up(sorter, &keys, pairs.then_some(&values[..]), order, median(&wall_times))?;
         let lead = (IN_BUFFER_WARM_UP.as_secs_f64() / estimate.as_secs_f64()).ceil() as u32;
         untimed = untimed.max(lead.min(MAX_SORTS_PER_BUFFER - args.reps));
     }

@@ -1,5 +1,6 @@
 //! The `sort` command's input files: raw little-endian keys of 4 or 8 bytes, and optionally a file
-//! of as many u32 values. Kept apart from the file system so that the parsing can be fuzzed.
+//! of as many u32 values, either of them standard input as `-`. Kept apart from the file system so
+//! that the parsing can be fuzzed.
 
 use std::io;
 use std::path::Path;
@@ -13,13 +14,22 @@ pub struct Inputs {
     pub values: Option<Vec<u32>>,
 }
 
+/// An input path as messages show it: `-` is named as standard input.
+pub fn shown(path: &Path) -> String {
+    if path.as_os_str() == crate::sink::STDIO {
+        "- (standard input)".to_owned()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// The words of a file of 4-byte little-endian words; `what` ("keys" or "values") and `path` name
 /// the file in errors.
 pub fn parse_words(bytes: &[u8], path: &Path, what: &str) -> Result<Vec<u32>> {
     if bytes.len() % 4 != 0 {
         return Err(anyhow!(
             "{what} file {} is {} bytes, not a multiple of 4: it must hold raw little-endian 4-byte {what}",
-            path.display(),
+            shown(path),
             bytes.len()
         ));
     }
@@ -35,7 +45,7 @@ pub fn load(
     mut read: impl FnMut(&Path) -> io::Result<Vec<u8>>,
 ) -> Result<Inputs> {
     let mut read_words = |path: &Path, what: &str| {
-        let bytes = read(path).map_err(|e| anyhow!("cannot read {what} file {}: {e}", path.display()))?;
+        let bytes = read(path).map_err(|e| anyhow!("cannot read {what} file {}: {e}", shown(path)))?;
         parse_words(&bytes, path, what)
     };
     let keys = read_words(keys_path, "keys")?;
@@ -43,7 +53,7 @@ pub fn load(
     if keys.len() % words_per_key != 0 {
         return Err(anyhow!(
             "keys file {} is {} bytes, not a multiple of {key_bytes}: it must hold raw little-endian {key_bytes}-byte keys",
-            keys_path.display(),
+            shown(keys_path),
             keys.len() * 4
         ));
     }
@@ -54,9 +64,9 @@ pub fn load(
             if v.len() != n {
                 return Err(anyhow!(
                     "values file {} holds {} values but keys file {} holds {n} keys: they must match one to one",
-                    path.display(),
+                    shown(path),
                     v.len(),
-                    keys_path.display(),
+                    shown(keys_path),
                 ));
             }
             Some(v)

@@ -1,24 +1,31 @@
 //! The `bitonic-vk` command: sort binary files, list Vulkan devices, benchmark the sort.
 
+mod args;
 mod bench;
 mod cli;
 mod data;
+mod failure;
 mod input;
 mod output;
 mod passes;
+mod sink;
 mod sizes;
 mod startup;
 
 use std::fs;
+use std::io::Read as _;
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
 use bitonic_vk::{list_devices, Order, SortKey, Sorter, SorterDesc, StableKey};
 use clap::Parser as _;
 
-use cli::{Cli, Command, Failure, GpuArgs, OrderArg, SortArgs, TimeFrom};
+use args::GpuArgs;
+use cli::{Cli, Command, SortArgs};
 use data::KeyType;
-use output::Staged;
+use failure::Failure;
+use output::Output;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -83,22 +90,33 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
             args.key_type.name()
         )));
     }
+    // Standard input and output are one stream each: two parts of the sort cannot share one.
+    if args.values.as_deref().is_some_and(sink::is_stdio) && sink::is_stdio(&args.input) {
+        return Err(Failure::Input(anyhow!(
+            "--values - and the keys' INPUT - both read standard input: give one of them a file"
+        )));
+    }
     if let Some(values_output) = &args.values_output {
+        if sink::is_stdio(values_output) && sink::is_stdio(&args.output) {
+            return Err(Failure::Input(anyhow!(
+                "--values-output - and the keys' OUTPUT - both write standard output: give one of them a file"
+            )));
+        }
         // Two outputs renamed over one file would leave only the last: refuse before any work.
         if output::same_file(values_output, &args.output) {
             return Err(Failure::Input(anyhow!(
                 "--values-output {} and the keys' OUTPUT {} are the same file: give the values an output of their own",
-                values_output.display(),
-                args.output.display()
+                output::shown(values_output),
+                output::shown(&args.output)
             )));
         }
     }
     let input::Inputs { mut keys, mut values } =
-        input::load(&args.input, args.values.as_deref(), key_bytes, |path| fs::read(path)).map_err(Failure::Input)?;
+        input::load(&args.input, args.values.as_deref(), key_bytes, read_input).map_err(Failure::Input)?;
     let n = keys.len() / (key_bytes / 4);
-    // Create the outputs' temporary files first, so an unwritable output fails before any work.
-    let mut keys_out = Staged::new(&args.output)?;
-    let mut values_out = output::stage(args.values_output.as_ref())?;
+    // Open the outputs first, so that an unwritable output fails before any work.
+    let mut keys_out = Output::open(&args.output)?;
+    let mut values_out = args.values_output.as_deref().map(Output::open).transpose()?;
     if n > 1 {
         let ctx = gpu.context()?;
         let mut sorter = Sorter::new(&ctx, &SorterDesc::default())?;
@@ -116,7 +134,7 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
             (KeyType::F64, v) => sort_as::<f64>(&mut sorter, &mut keys, v, order),
         }?;
     }
-    // Both files complete before either replaces its target.
+    // Both outputs complete before either regular file replaces its target.
     keys_out.write(&words_bytes(&keys))?;
     if let (Some(out), Some(v)) = (values_out.as_mut(), &values) {
         out.write(&words_bytes(v))?;
@@ -125,6 +143,17 @@ fn sort(gpu: &GpuArgs, args: &SortArgs) -> Result<(), Failure> {
         out.persist()?;
     }
     keys_out.persist()
+}
+
+/// The bytes of an input file, or of standard input for `-`.
+fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
+    if sink::is_stdio(path) {
+        let mut bytes = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut bytes)?;
+        Ok(bytes)
+    } else {
+        fs::read(path)
+    }
 }
 
 fn devices(gpu: &GpuArgs) -> Result<(), Failure> {

@@ -11,8 +11,9 @@ use bitonic_vk::{ContextDesc, PipelineCacheDir, Sorter, SorterDesc};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Failure, GpuArgs};
+use crate::args::GpuArgs;
 use crate::data::KeyType;
+use crate::failure::Failure;
 use crate::output;
 use crate::sizes::{parse_sizes, SizeList};
 
@@ -75,7 +76,7 @@ pub fn run(gpu: &GpuArgs, args: &StartupArgs) -> Result<(), Failure> {
     if let Some(case) = &args.one {
         return one(gpu, case, args.cache_dir.clone());
     }
-    let json_out = output::stage(args.json.as_ref())?;
+    let json_out = output::open_beside_table("--json", args.json.as_ref())?;
     let exe = std::env::current_exe().map_err(|e| Failure::Run(anyhow!("cannot find this program's path: {e}")))?;
     let caches: Vec<String> = ["__GL_SHADER_DISK_CACHE", "MESA_SHADER_CACHE_DISABLE"]
         .iter()
