@@ -163,7 +163,18 @@ impl InstanceGuard {
             .engine_name(c"bitonic-vk")
             .api_version(API_VERSION);
         let layers = [VALIDATION_LAYER.as_ptr()];
-        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        // SAFETY: plain query of the loader.
+        let offered = unsafe { entry.enumerate_instance_extension_properties(None) }.unwrap_or_default();
+        let offers = |name: &CStr| offered.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+        // Portability drivers (MoltenVK) are listed only to an instance that asks for them.
+        let portability = offers(ash::khr::portability_enumeration::NAME);
+        let mut extensions = Vec::new();
+        if validation {
+            extensions.push(ash::ext::debug_utils::NAME.as_ptr());
+        }
+        if portability {
+            extensions.push(ash::khr::portability_enumeration::NAME.as_ptr());
+        }
         let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
         let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
         let log = Box::new(ValidationLog::default());
@@ -183,16 +194,15 @@ impl InstanceGuard {
                 .user_data(&*log as *const ValidationLog as *mut c_void)
         };
         let mut chained_messenger = messenger_info();
-        let mut info = vk::InstanceCreateInfo::default().application_info(&app);
+        let mut info = vk::InstanceCreateInfo::default().application_info(&app).enabled_extension_names(&extensions);
+        if portability {
+            info = info.flags(vk::InstanceCreateFlags::ENUMERATE_PORTABILITY_KHR);
+        }
         if validation {
-            info = info
-                .enabled_layer_names(&layers)
-                .enabled_extension_names(&extensions)
-                .push_next(&mut features)
-                .push_next(&mut chained_messenger);
+            info = info.enabled_layer_names(&layers).push_next(&mut features).push_next(&mut chained_messenger);
         }
         // SAFETY: every pointer in `info` refers to locals that outlive the call; the layer and
-        // extension were checked above (debug_utils ships with the validation layer).
+        // extensions were checked above (debug_utils ships with the validation layer).
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
             vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoDevice,
             e => Error::vk("vkCreateInstance")(e),
@@ -369,14 +379,20 @@ impl Context {
             [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
         // synchronization2 only for the barrier study (`passes --barrier barrier2`); the sort itself
         // needs nothing beyond Vulkan 1.1.
-        let extensions = [ash::khr::synchronization2::NAME.as_ptr()];
+        let mut extensions = Vec::new();
         let mut sync2 = vk::PhysicalDeviceSynchronization2Features::default().synchronization2(true);
         // shaderInt16 where the device offers it: the tiles of u32 pairs with origins use it.
         let features = vk::PhysicalDeviceFeatures::default().shader_int16(info.shader_int16);
         let mut create = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_features(&features);
         if info.synchronization2 {
-            create = create.enabled_extension_names(&extensions).push_next(&mut sync2);
+            extensions.push(ash::khr::synchronization2::NAME.as_ptr());
+            create = create.push_next(&mut sync2);
         }
+        // A portability device (MoltenVK) must have its subset extension enabled.
+        if info.portability_subset {
+            extensions.push(c"VK_KHR_portability_subset".as_ptr());
+        }
+        create = create.enabled_extension_names(&extensions);
         // SAFETY: `physical` belongs to the live instance and the queue family index came from it.
         let device =
             unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;

@@ -5,6 +5,7 @@ use std::fmt;
 
 use ash::vk;
 
+use crate::error::{Error, Result};
 use crate::pipeline_cache::CacheId;
 
 /// The Vulkan version the sort needs.
@@ -113,6 +114,9 @@ pub struct DeviceInfo {
     /// ([`crate::Tuning::tile_origins`]) need it.
     pub shader_int16: bool,
     pub(crate) raw_api_version: u32,
+    /// Whether it is a portability implementation (`VK_KHR_portability_subset`, MoltenVK), whose
+    /// subset extension a device must then enable.
+    pub(crate) portability_subset: bool,
     /// What its pipeline cache data starts with.
     pub(crate) cache_id: CacheId,
     /// Its memory types and heaps.
@@ -122,7 +126,25 @@ pub struct DeviceInfo {
 impl DeviceInfo {
     /// Whether the sort can run on it: a compute queue and Vulkan 1.1.
     pub fn usable(&self) -> bool {
-        self.compute_queue_family.is_some() && self.raw_api_version >= API_VERSION
+        self.check_usable().is_ok()
+    }
+
+    /// [`DeviceInfo::usable`], as an error naming what the device lacks.
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        // The kernels are SPIR-V 1.3 with subgroup operations: Vulkan 1.1.
+        if self.raw_api_version < API_VERSION {
+            return Err(Error::Unsupported {
+                what: "run the sort's kernels: it offers Vulkan 1.0 only",
+                fix: "use a device and driver of Vulkan 1.1 or later (`bitonic-vk devices` lists each one's version)",
+            });
+        }
+        if self.compute_queue_family.is_none() {
+            return Err(Error::Unsupported {
+                what: "run compute work: it has no queue family with compute",
+                fix: "use a device with a compute queue (`bitonic-vk devices` lists them)",
+            });
+        }
+        Ok(())
     }
 }
 
@@ -217,6 +239,7 @@ pub unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalD
         device_local_memory,
         shader_int16: features.shader_int16 == vk::TRUE,
         raw_api_version: v,
+        portability_subset: has(c"VK_KHR_portability_subset"),
         cache_id: CacheId {
             vendor_id: props.vendor_id,
             device_id: props.device_id,
@@ -224,5 +247,54 @@ pub unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalD
             uuid: props.pipeline_cache_uuid,
         },
         memory,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(api_version: u32, compute_queue_family: Option<u32>) -> DeviceInfo {
+        DeviceInfo {
+            index: 0,
+            name: "test".into(),
+            device_type: DeviceType::Cpu,
+            api_version: String::new(),
+            driver: String::new(),
+            compute_queue_family,
+            limits: DeviceLimits {
+                max_compute_shared_memory_size: 16384,
+                max_compute_work_group_count_x: 65535,
+                max_compute_work_group_count_y: 65535,
+                max_compute_work_group_invocations: 128,
+                max_compute_work_group_size_x: 128,
+                max_storage_buffer_range: 1 << 27,
+                max_memory_allocation_size: 1 << 30,
+                subgroup_size: 0,
+                subgroup_shuffle: false,
+                timestamp_period: 1.0,
+                timestamp_valid_bits: 0,
+                min_storage_buffer_offset_alignment: 256,
+                multiprocessors: 0,
+            },
+            synchronization2: false,
+            device_local_memory: 0,
+            shader_int16: false,
+            raw_api_version: api_version,
+            portability_subset: false,
+            cache_id: CacheId { vendor_id: 0, device_id: 0, driver_version: 0, uuid: [0; 16] },
+            memory: vk::PhysicalDeviceMemoryProperties::default(),
+        }
+    }
+
+    #[test]
+    fn a_vulkan_1_0_device_or_one_without_compute_is_refused_by_name() {
+        assert!(info(vk::API_VERSION_1_1, Some(0)).check_usable().is_ok());
+        assert!(info(vk::API_VERSION_1_3, Some(2)).usable());
+        let old = info(vk::API_VERSION_1_0, Some(0)).check_usable().expect_err("1.0 is refused").to_string();
+        assert!(old.contains("Vulkan 1.0") && old.contains("1.1 or later"), "{old}");
+        let no_compute = info(vk::API_VERSION_1_2, None).check_usable().expect_err("no compute is refused").to_string();
+        assert!(no_compute.contains("compute"), "{no_compute}");
+        assert!(!info(vk::API_VERSION_1_0, Some(0)).usable());
     }
 }

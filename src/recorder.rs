@@ -233,6 +233,7 @@ impl SortRecorder {
 
     /// [`SortRecorder::new`] for a device already described (the standalone sorter's).
     pub(crate) fn with_info(device: &ash::Device, info: DeviceInfo, desc: &RecorderDesc) -> Result<SortRecorder> {
+        info.check_usable()?;
         // Origins need shaderInt16 offered by the device and enabled by the caller.
         let int16 = desc.shader_int16 && info.shader_int16;
         let sizing = Sizing::new(desc.tuning, info.limits, info.device_type == DeviceType::Cpu, int16)?;

@@ -60,6 +60,10 @@ pub const MAX_ELEMENTS: u64 = 1 << 31;
 /// passes it saves flatten.
 pub const MAX_TILE: u32 = 1 << 14;
 
+/// The most shared memory the default tiles use: that of the largest device the sort has run on
+/// (NVIDIA Hopper's 48 KiB). A larger device's bigger tiles are opt-in through `Tuning::max_tile`.
+pub const PROVEN_SHARED_MEMORY: u32 = 48 << 10;
+
 /// The most substages one invocation of a global pass fuses in registers (groups of 64).
 pub const MAX_FUSED: u32 = 6;
 
@@ -205,7 +209,13 @@ pub fn geometry(
 ) -> Result<(Geometry, u32)> {
     let invalid = |name, value: u32, reason| Err(Error::InvalidOption { name, value: value.to_string(), reason });
     let per_element = tile_element_bytes(payload, width);
-    let mut tile = prev_power_of_two(limits.max_compute_shared_memory_size / per_element).min(MAX_TILE);
+    // A tile only a device with more shared memory than any the sort has run on would reach is
+    // opt-in through `max_tile`: a default ships only after it has run.
+    let shared = match tuning.max_tile {
+        Some(_) => limits.max_compute_shared_memory_size,
+        None => limits.max_compute_shared_memory_size.min(PROVEN_SHARED_MEMORY),
+    };
+    let mut tile = prev_power_of_two(shared / per_element).min(MAX_TILE);
     if let Some(cap) = tuning.max_tile {
         if cap < 2 || !cap.is_power_of_two() {
             return invalid("max_tile", cap, "must be a power of two of at least 2");

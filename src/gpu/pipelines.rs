@@ -48,7 +48,7 @@ impl Layouts {
         let set_layouts = [layouts.set_layout];
         let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
         // SAFETY: the set layout was just created on `device`; PUSH_BYTES is within the 128-byte
-        // minimum of maxPushConstantsSize (checked by a test).
+        // minimum of maxPushConstantsSize (asserted at compile time below).
         layouts.pipeline_layout =
             unsafe { device.create_pipeline_layout(&info, None) }.map_err(Error::vk("vkCreatePipelineLayout"))?;
         Ok(layouts)
@@ -62,6 +62,9 @@ pub(crate) const PUSH_BYTES: u32 = {
     let args = ARGS_PUSH_HEAD * 4 + ARGS_PER_DISPATCH as usize * std::mem::size_of::<DispatchRule>();
     (if sort > args { sort } else { args }) as u32
 };
+
+// Every device offers 128 bytes of push constants (maxPushConstantsSize's minimum).
+const _: () = assert!(PUSH_BYTES <= 128, "the push constants exceed the 128 bytes every device offers");
 
 /// The words `dispatch_args` takes before its rules: n, batches, rules, first.
 pub(crate) const ARGS_PUSH_HEAD: usize = 4;

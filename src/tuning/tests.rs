@@ -244,3 +244,32 @@ fn tiles_are_sized_to_the_sort() {
     assert_eq!(tile_for(1 << 17), 4096);
     assert_eq!(tile_for((1 << 20) + 5), 1 << 15);
 }
+
+#[test]
+fn tiles_beyond_the_shared_memory_any_device_has_run_are_opt_in() {
+    let limits = |shared| crate::device::DeviceLimits {
+        max_compute_shared_memory_size: shared,
+        max_compute_work_group_count_x: 65535,
+        max_compute_work_group_count_y: 65535,
+        max_compute_work_group_invocations: 1024,
+        max_compute_work_group_size_x: 1024,
+        max_storage_buffer_range: u32::MAX,
+        max_memory_allocation_size: 1 << 32,
+        subgroup_size: 64,
+        subgroup_shuffle: true,
+        timestamp_period: 1.0,
+        timestamp_valid_bits: 64,
+        min_storage_buffer_offset_alignment: 16,
+        multiprocessors: 0,
+    };
+    let tile = |shared, max_tile| {
+        let tuning = Tuning { max_tile, ..Tuning::default() };
+        geometry(&limits(shared), Payload::Keys, KeyWidth::Bits32, &tuning, false).expect("a geometry").0.tile()
+    };
+    // 64 KiB (AMD, Intel) would fit 16 384 4-byte keys; by default it takes the 48 KiB tile.
+    assert_eq!(tile(64 << 10, None), 8192);
+    assert_eq!(tile(48 << 10, None), 8192);
+    assert_eq!(tile(64 << 10, Some(MAX_TILE)), 16384);
+    assert_eq!(tile(48 << 10, Some(MAX_TILE)), 8192);
+    assert_eq!(tile(16 << 10, None), 4096);
+}
