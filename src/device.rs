@@ -88,6 +88,49 @@ pub struct DeviceLimits {
     pub multiprocessors: u32,
 }
 
+/// A class of device whose limits a sort may be planned for on any device with larger ones: a
+/// smaller limit than the device reports is always legal to plan for, so a test on lavapipe can
+/// stand for a small GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+pub enum DeviceProfile {
+    /// The Vulkan spec's minimums: 16 KiB of shared memory, 128 invocations (a workgroup of at
+    /// most 128 x 128 x 64), 65 535 workgroups, 128 MiB storage ranges, no subgroup shuffles, no
+    /// 16-bit integers, no timestamps.
+    Minimum,
+    /// A mobile GPU: 32 KiB, 256 invocations, 65 535 workgroups, no 16-bit integers.
+    Mobile,
+    /// Apple through MoltenVK: 32 KiB, 1 024 invocations, shuffles, 256 MiB storage ranges.
+    Apple,
+}
+
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+impl DeviceProfile {
+    /// Every profile.
+    pub const ALL: [DeviceProfile; 3] = [DeviceProfile::Minimum, DeviceProfile::Mobile, DeviceProfile::Apple];
+
+    /// Lowers `info`'s limits and features to this profile's where the device's are larger.
+    pub(crate) fn apply(self, info: &mut DeviceInfo) {
+        let (shared, invocations, storage, shuffle, int16, timestamps) = match self {
+            DeviceProfile::Minimum => (16 << 10, 128, 128 << 20, false, false, false),
+            DeviceProfile::Mobile => (32 << 10, 256, 128 << 20, true, false, true),
+            DeviceProfile::Apple => (32 << 10, 1024, 256 << 20, true, true, true),
+        };
+        let l = &mut info.limits;
+        l.max_compute_shared_memory_size = l.max_compute_shared_memory_size.min(shared);
+        l.max_compute_work_group_invocations = l.max_compute_work_group_invocations.min(invocations);
+        l.max_compute_work_group_size_x = l.max_compute_work_group_size_x.min(invocations);
+        l.max_compute_work_group_count_x = l.max_compute_work_group_count_x.min(65_535);
+        l.max_compute_work_group_count_y = l.max_compute_work_group_count_y.min(65_535);
+        l.max_storage_buffer_range = l.max_storage_buffer_range.min(storage);
+        l.subgroup_shuffle &= shuffle;
+        if !timestamps {
+            l.timestamp_valid_bits = 0;
+        }
+        info.shader_int16 &= int16;
+    }
+}
+
 /// A Vulkan device as the loader reports it.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {

@@ -11,6 +11,8 @@ pub use crate::tuning::{
     geometry, local_chunk, segment_tile, small_tile_sort, tile_for, Geometry, MAX_FUSED, MAX_TILE, SMALL_SORT,
 };
 
+pub use crate::device::DeviceProfile;
+
 use crate::abi::KeyWidth;
 use crate::error::Result;
 use crate::keys::{KeyKind, Order};
@@ -35,7 +37,7 @@ pub struct Shape {
 /// The kernels a sort of `n` elements takes through `sorter`.
 pub fn shape(sorter: &Sorter, n: usize, pairs: bool, width: KeyWidth) -> Result<Shape> {
     let s = sorter.recorder.binding_shape(pairs, width, n as u32)?;
-    let limits = sorter.context().device_info().limits;
+    let limits = sorter.recorder.device_info().limits;
     let tile = s.geometry.tile();
     Ok(Shape {
         payload: s.payload,

@@ -104,6 +104,10 @@ pub struct RecorderDesc {
     /// its pipelines from several threads at once, so the cache must be internally synchronised
     /// (created without `EXTERNALLY_SYNCHRONIZED`, the default).
     pub pipeline_cache: vk::PipelineCache,
+    /// Test hook: plans for a smaller class of device than this one.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub profile: Option<crate::device::DeviceProfile>,
     /// Whether `device` was created with the `shaderInt16` feature enabled, which the tiles of
     /// u32 pairs with 16-bit origins need ([`Tuning::tile_origins`]). Default false: pairs then
     /// keep their values in the tile.
@@ -119,6 +123,8 @@ impl Default for RecorderDesc {
             pipeline_cache: vk::PipelineCache::null(),
             shader_int16: false,
             tuning: Tuning::default(),
+            #[cfg(feature = "test-hooks")]
+            profile: None,
         }
     }
 }
@@ -233,6 +239,14 @@ impl SortRecorder {
 
     /// [`SortRecorder::new`] for a device already described (the standalone sorter's).
     pub(crate) fn with_info(device: &ash::Device, info: DeviceInfo, desc: &RecorderDesc) -> Result<SortRecorder> {
+        #[cfg(feature = "test-hooks")]
+        let info = {
+            let mut info = info;
+            if let Some(profile) = desc.profile {
+                profile.apply(&mut info);
+            }
+            info
+        };
         info.check_usable()?;
         // Origins need shaderInt16 offered by the device and enabled by the caller.
         let int16 = desc.shader_int16 && info.shader_int16;

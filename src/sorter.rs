@@ -53,6 +53,8 @@ pub struct Hooks {
     pub max_workgroups_per_dispatch: Option<u32>,
     /// Leaves out the barrier before this pass: the sort is then wrong on real GPUs.
     pub drop_barrier_before_pass: Option<usize>,
+    /// Plans for a smaller class of device than this one ([`crate::device::DeviceProfile`]).
+    pub profile: Option<crate::device::DeviceProfile>,
 }
 
 impl SorterDesc {
@@ -219,7 +221,9 @@ impl Sorter {
     pub fn new(ctx: &Context, desc: &SorterDesc) -> Result<Sorter> {
         let shared = &ctx.shared;
         let device = &shared.device;
-        let limits = shared.info.limits;
+        // Validates the knobs before anything else is created.
+        let recorder = Self::new_recorder(shared, desc)?;
+        let limits = recorder.device_info().limits;
         let max_groups = match desc.hooks().max_workgroups_per_dispatch {
             Some(0) => {
                 return Err(Error::InvalidOption {
@@ -231,8 +235,6 @@ impl Sorter {
             Some(cap) => cap.min(limits.max_compute_work_group_count_x),
             None => limits.max_compute_work_group_count_x,
         };
-        // Validates the knobs before anything else is created.
-        let recorder = Self::new_recorder(shared, desc)?;
         let mut sorter = Sorter {
             #[cfg(feature = "study")]
             probes: None,
@@ -310,12 +312,12 @@ impl Sorter {
     /// The most 4-byte keys one call can sort on this device (8-byte keys: see
     /// [`Sorter::max_elements_of`]).
     pub fn max_elements(&self) -> u64 {
-        max_elements(&self.ctx.shared.info.limits, KeyWidth::Bits32)
+        max_elements(&self.recorder.device_info().limits, KeyWidth::Bits32)
     }
 
     /// The most keys of this kind one call can sort on this device.
     pub fn max_elements_of(&self, kind: KeyKind) -> u64 {
-        max_elements(&self.ctx.shared.info.limits, kind.width())
+        max_elements(&self.recorder.device_info().limits, kind.width())
     }
 
     /// Whether a sort of `n` pairs of `kind` keys takes tiles that hold 16-bit origins in place
@@ -383,6 +385,8 @@ impl Sorter {
             pipeline_cache: shared.pipeline_cache,
             shader_int16: shared.info.shader_int16,
             tuning: desc.tuning,
+            #[cfg(feature = "test-hooks")]
+            profile: desc.hooks.profile,
         };
         let mut recorder = SortRecorder::with_info(&shared.device, shared.info.clone(), &recorder_desc)?;
         recorder.shape_capacity_only();
@@ -390,7 +394,7 @@ impl Sorter {
     }
 
     pub(crate) fn check_size(&self, n: usize, width: KeyWidth) -> Result<()> {
-        check_size(&self.ctx.shared.info.limits, n, width)
+        check_size(&self.recorder.device_info().limits, n, width)
     }
 
     /// Points the sorter's binding at its device buffers for a sort of n elements (keys of
@@ -633,7 +637,7 @@ impl Sorter {
         if self.queries == vk::QueryPool::null() {
             return Ok((None, Vec::new()));
         }
-        let limits = &self.ctx.shared.info.limits;
+        let limits = &self.recorder.device_info().limits;
         let per_pass = self.desc.pass_timestamps;
         let ticks = self.read_ticks(if per_pass { 1 + passes } else { 2 })?;
         let total = ticks_to_duration(ticks[0], ticks[ticks.len() - 1], limits);
