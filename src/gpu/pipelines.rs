@@ -399,8 +399,18 @@ fn create_pipelines(
         vec![make_share(&shares[0])]
     } else {
         std::thread::scope(|scope| {
-            let handles: Vec<_> = shares.iter().map(|share| scope.spawn(|| make_share(share))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(Err((Vec::new(), vk::Result::ERROR_UNKNOWN)))).collect()
+            // A share whose thread cannot be started is made here, after the others.
+            let handles: Vec<_> = shares
+                .iter()
+                .map(|share| (share, std::thread::Builder::new().spawn_scoped(scope, || make_share(share)).ok()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|(share, handle)| match handle {
+                    Some(h) => h.join().unwrap_or(Err((Vec::new(), vk::Result::ERROR_UNKNOWN))),
+                    None => make_share(share),
+                })
+                .collect()
         })
     };
     destroy_modules(&modules);
