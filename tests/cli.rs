@@ -854,3 +854,67 @@ fn bench_outputs_through_a_link_keep_the_link_and_refuse_a_dash() {
     }
     assert_eq!(dir.listing(), ["link.json", "r.json"]);
 }
+
+#[test]
+fn startup_times_a_first_sort_cold_and_warm_each_in_a_process() {
+    let dir = Dir::new();
+    let out = bitonic()
+        .args(["startup", "--sizes", "2^10,5000", "--type", "u32", "--payload", "keys,pairs", "--json"])
+        .arg(dir.path("startup.json"))
+        .assert()
+        .success()
+        .stderr(no_validation_errors());
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("2^10") && stdout.contains("pairs"), "{stdout}");
+    let rows = json_rows(&dir.path("startup.json"));
+    assert_eq!(rows.len(), 4, "two capacities, keys and pairs");
+    for row in &rows {
+        for state in ["cold", "warm"] {
+            let run = &row[state];
+            let parts = ["recorder_us", "bind_us", "first_sort_us"].map(|k| run[k].as_f64().expect("a time"));
+            assert!(parts.iter().all(|&t| t >= 0.0) && parts[1] > 0.0 && parts[2] > 0.0, "{row}");
+            let total = run["total_us"].as_f64().expect("a total");
+            assert!((total - parts.iter().sum::<f64>()).abs() < 1.0, "the total is its parts: {row}");
+        }
+        // A binding of 1 024 makes its tile sort alone; one of 5 000 its merges too.
+        let pipelines = row["pipelines"].as_u64().expect("a count");
+        if row["capacity"] == 1024 {
+            assert_eq!(pipelines, 1, "{row}");
+        } else {
+            assert!(pipelines > 1, "{row}");
+        }
+    }
+}
+
+#[test]
+fn the_pipeline_cache_file_is_written_and_a_damaged_one_ignored_with_a_note() {
+    let dir = Dir::new();
+    let cache = dir.path("cache");
+    write_words(&dir.path("in.bin"), &[5, 3, 9, 1]);
+    let sort = || {
+        let mut cmd = bitonic();
+        cmd.env("BITONIC_VK_PIPELINE_CACHE", &cache).args(["sort", "--type", "u32"]);
+        cmd.arg(dir.path("in.bin")).arg(dir.path("out.bin"));
+        cmd
+    };
+    sort().assert().success().stderr(predicate::str::contains("pipeline cache").not());
+    let files: Vec<PathBuf> =
+        fs::read_dir(&cache).expect("the cache folder").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = &files[0];
+    assert!(file.to_string_lossy().ends_with(".vkpipelinecache"), "{file:?}");
+    let written = fs::read(file).expect("the cache file");
+    assert!(written.len() >= 32, "a pipeline cache header at least");
+    fs::write(file, &written[..7]).expect("truncates the cache");
+    sort()
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("ignoring pipeline cache").and(predicate::str::contains("truncated")));
+    let rewritten = fs::read(file).expect("rewritten");
+    assert_eq!(rewritten.get(..32), written.get(..32), "the damaged file is rewritten, this device's header first");
+    assert_eq!(words(&dir.path("out.bin")), [1, 3, 5, 9]);
+    // Off: nothing is read or written.
+    fs::remove_dir_all(&cache).expect("removes the cache");
+    sort().arg("--no-pipeline-cache").assert().success();
+    assert!(!cache.exists(), "--no-pipeline-cache wrote {cache:?}");
+}
