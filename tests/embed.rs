@@ -11,6 +11,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
 use ash::vk;
+use bitonic_vk::hooks::DeviceProfile;
 use bitonic_vk::{BindDesc, BufferRegion, Error, KeyKind, KeyWidth, Order, RecorderDesc, SortRecorder};
 use rand::{Rng, SeedableRng};
 
@@ -349,6 +350,15 @@ fn the_embedded_builds_take_looping_segment_passes() {
         d.tuning.merge_workgroups = Some(3);
         d.tuning.segment_merges = Some(true);
     }));
+}
+
+/// The same sorts planned for smaller devices (`RecorderDesc::profile`): the spec's minimum
+/// limits, a mobile GPU and Apple's, with their GPU-side count and batches.
+#[test]
+fn the_device_profiles_record_counted_and_batched_sorts() {
+    for profile in DeviceProfile::ALL {
+        records_sorts(&recorder_desc(|d| d.profile = Some(profile)));
+    }
 }
 
 fn records_sorts(desc: &RecorderDesc) {
