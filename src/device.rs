@@ -88,6 +88,29 @@ pub struct DeviceLimits {
     pub multiprocessors: u32,
 }
 
+#[cfg(test)]
+impl DeviceLimits {
+    /// Limits for the CPU tests: `shared_memory` bytes, `multiprocessors`, 1 024 invocations and
+    /// 65 535 workgroups, shuffles and timestamps.
+    pub(crate) fn for_tests(shared_memory: u32, multiprocessors: u32) -> DeviceLimits {
+        DeviceLimits {
+            max_compute_shared_memory_size: shared_memory,
+            max_compute_work_group_count_x: 65_535,
+            max_compute_work_group_count_y: 65_535,
+            max_compute_work_group_invocations: 1024,
+            max_compute_work_group_size_x: 1024,
+            max_storage_buffer_range: 1 << 30,
+            max_memory_allocation_size: 1 << 31,
+            subgroup_size: 32,
+            subgroup_shuffle: true,
+            timestamp_period: 1.0,
+            timestamp_valid_bits: 64,
+            min_storage_buffer_offset_alignment: 16,
+            multiprocessors,
+        }
+    }
+}
+
 /// A class of device whose limits a sort may be planned for on any device with larger ones: a
 /// smaller limit than the device reports is always legal to plan for, so a test on lavapipe can
 /// stand for a small GPU.

@@ -914,21 +914,7 @@ mod tests {
     use crate::network::Pass;
 
     fn limits(shared_memory: u32, multiprocessors: u32) -> DeviceLimits {
-        DeviceLimits {
-            max_compute_shared_memory_size: shared_memory,
-            max_compute_work_group_count_x: 65_535,
-            max_compute_work_group_count_y: 65_535,
-            max_compute_work_group_invocations: 1024,
-            max_compute_work_group_size_x: 1024,
-            max_storage_buffer_range: 1 << 30,
-            max_memory_allocation_size: 1 << 31,
-            subgroup_size: 32,
-            subgroup_shuffle: true,
-            timestamp_period: 1.0,
-            timestamp_valid_bits: 64,
-            min_storage_buffer_offset_alignment: 16,
-            multiprocessors,
-        }
+        DeviceLimits::for_tests(shared_memory, multiprocessors)
     }
 
     /// Whether `slots` holds what `pass` runs, as `Kernels::pass_pipeline` finds it.

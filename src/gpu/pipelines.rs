@@ -304,6 +304,7 @@ impl Kernels {
     }
 
     /// How many pipelines are made.
+    #[cfg(feature = "study")]
     pub fn made(&self) -> usize {
         self.pipelines.len()
     }

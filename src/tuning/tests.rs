@@ -247,21 +247,7 @@ fn tiles_are_sized_to_the_sort() {
 
 #[test]
 fn tiles_beyond_the_shared_memory_any_device_has_run_are_opt_in() {
-    let limits = |shared| crate::device::DeviceLimits {
-        max_compute_shared_memory_size: shared,
-        max_compute_work_group_count_x: 65535,
-        max_compute_work_group_count_y: 65535,
-        max_compute_work_group_invocations: 1024,
-        max_compute_work_group_size_x: 1024,
-        max_storage_buffer_range: u32::MAX,
-        max_memory_allocation_size: 1 << 32,
-        subgroup_size: 64,
-        subgroup_shuffle: true,
-        timestamp_period: 1.0,
-        timestamp_valid_bits: 64,
-        min_storage_buffer_offset_alignment: 16,
-        multiprocessors: 0,
-    };
+    let limits = |shared| crate::device::DeviceLimits::for_tests(shared, 0);
     let tile = |shared, max_tile| {
         let tuning = Tuning { max_tile, ..Tuning::default() };
         geometry(&limits(shared), Payload::Keys, KeyWidth::Bits32, &tuning, false).expect("a geometry").0.tile()

@@ -81,8 +81,10 @@ pub struct BenchArgs {
     count: Option<CountList>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Payload {
+/// Keys alone or key-value pairs (`bench`'s and `startup`'s `--payload`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Payload {
     Keys,
     Pairs,
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use bitonic_vk::{ContextDesc, PipelineCacheDir, Sorter, SorterDesc};
-use clap::{Args, ValueEnum};
+use clap::{Args, ValueEnum as _};
 use serde::{Deserialize, Serialize};
 
 use crate::args::GpuArgs;
+use crate::bench::Payload;
 use crate::data::KeyType;
 use crate::failure::Failure;
 use crate::output;
@@ -40,13 +41,6 @@ pub struct StartupArgs {
     /// The pipeline cache folder of `--one` (none: no pipeline cache).
     #[arg(long, hide = true, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Payload {
-    Keys,
-    Pairs,
 }
 
 /// One process's times, in microseconds.
