@@ -4,7 +4,7 @@
 use std::ffi::{c_void, CStr};
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,7 +14,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
 use crate::device::{describe, DeviceInfo, API_VERSION};
 use crate::error::{Error, Result};
-use crate::pipeline_cache::{self, PipelineCacheDir};
+use crate::pipeline_cache::{DiskCache, PipelineCacheDir};
 
 /// Environment variable choosing the device: an index from `bitonic-vk devices`, or a part of a
 /// device's name.
@@ -283,16 +283,8 @@ pub(crate) struct Shared {
     queue: Mutex<vk::Queue>,
     allocator: ManuallyDrop<Mutex<Allocator>>,
     /// One pipeline cache for every sorter of the context: a sorter made with the same options
-    /// as an earlier one (tests and `bench` make many) finds its pipelines compiled. Created
-    /// without VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT, so the implementation
-    /// synchronises its use from several threads.
-    pub pipeline_cache: vk::PipelineCache,
-    /// The file the cache was loaded from and is written back to, if any.
-    cache_file: Option<PathBuf>,
-    /// Bytes of cache data loaded: the file is rewritten only when the data grew.
-    cache_loaded: usize,
-    /// Why the cache file was not loaded, if it was not.
-    cache_note: Option<String>,
+    /// as an earlier one (tests and `bench` make many) finds its pipelines compiled.
+    pub pipeline_cache: DiskCache,
     instance: InstanceGuard,
     /// Set once any call reports VK_ERROR_DEVICE_LOST: every later sort fails at once with
     /// `DeviceLost` instead of reaching the driver again.
@@ -325,29 +317,15 @@ impl Shared {
     }
 }
 
-impl Shared {
-    /// Writes the pipeline cache to its file where the data grew since it was loaded.
-    fn save_cache(&self) -> Result<()> {
-        let Some(path) = &self.cache_file else { return Ok(()) };
-        // SAFETY: the cache belongs to this device and is internally synchronised.
-        let data = unsafe { self.device.get_pipeline_cache_data(self.pipeline_cache) }
-            .map_err(Error::vk("vkGetPipelineCacheData"))?;
-        if data.len() <= self.cache_loaded {
-            return Ok(());
-        }
-        pipeline_cache::save(path, &data).map_err(|e| Error::CacheFile { path: path.clone(), reason: e.to_string() })
-    }
-}
-
 impl Drop for Shared {
     fn drop(&mut self) {
         // A cache that cannot be written costs the next run its compile time, nothing else.
-        let _ = self.save_cache();
+        let _ = self.pipeline_cache.save(&self.device);
         // SAFETY: the allocator is dropped once, here, before the device it allocates from.
         unsafe { ManuallyDrop::drop(&mut self.allocator) };
         // SAFETY: the cache belongs to this device, and every pipeline creation that used it has
         // returned (it is only used inside vkCreateComputePipelines).
-        unsafe { self.device.destroy_pipeline_cache(self.pipeline_cache, None) };
+        unsafe { self.pipeline_cache.destroy(&self.device) };
         // SAFETY: every object created from the device (sorters hold a clone of this Arc) is gone.
         unsafe { self.device.destroy_device(None) };
         // `instance` drops after this, destroying the messenger and the instance.
@@ -398,21 +376,7 @@ impl Context {
             unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
         // SAFETY: queue 0 of this family was requested at device creation.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
-        let cache_file = desc.pipeline_cache.folder().map(|folder| info.cache_id.file_in(&folder));
-        let (data, mut cache_note) = match &cache_file {
-            Some(path) => pipeline_cache::load(path, &info.cache_id),
-            None => (Vec::new(), None),
-        };
-        let pipeline_cache = match create_pipeline_cache(&device, &data) {
-            Ok(cache) => Ok(cache),
-            Err(e) if data.is_empty() => Err(e),
-            Err(_) => {
-                let path = cache_file.as_deref().unwrap_or(Path::new(""));
-                cache_note = Some(format!("ignoring pipeline cache {}: the driver refused it", path.display()));
-                create_pipeline_cache(&device, &[])
-            }
-        };
-        let pipeline_cache = match pipeline_cache {
+        let pipeline_cache = match DiskCache::open(&device, desc.pipeline_cache.folder(), &info.cache_id) {
             Ok(cache) => cache,
             Err(e) => {
                 // SAFETY: nothing was created from the device yet.
@@ -420,7 +384,6 @@ impl Context {
                 return Err(e);
             }
         };
-        let cache_loaded = if cache_note.is_some() { 0 } else { data.len() };
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.raw.clone(),
             device: device.clone(),
@@ -434,7 +397,7 @@ impl Context {
             Err(e) => {
                 // SAFETY: nothing but the cache was created from the device yet.
                 unsafe {
-                    device.destroy_pipeline_cache(pipeline_cache, None);
+                    pipeline_cache.destroy(&device);
                     device.destroy_device(None);
                 }
                 return Err(Error::alloc("the allocator", 0)(e));
@@ -449,9 +412,6 @@ impl Context {
             queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             pipeline_cache,
-            cache_file,
-            cache_loaded,
-            cache_note,
             instance,
             lost: AtomicBool::new(false),
         };
@@ -466,19 +426,19 @@ impl Context {
     /// The file the pipeline cache was loaded from and is written back to when the last clone
     /// of the context drops ([`ContextDesc::pipeline_cache`]), if any.
     pub fn pipeline_cache_file(&self) -> Option<&Path> {
-        self.shared.cache_file.as_deref()
+        self.shared.pipeline_cache.file.as_deref()
     }
 
     /// Why the pipeline cache file was ignored (truncated, corrupt, another device's), if it was:
     /// it is rewritten when the context drops.
     pub fn pipeline_cache_note(&self) -> Option<&str> {
-        self.shared.cache_note.as_deref()
+        self.shared.pipeline_cache.note.as_deref()
     }
 
     /// Writes the pipeline cache to its file now (it is also written when the last clone of the
     /// context drops), where it grew since it was loaded.
     pub fn save_pipeline_cache(&self) -> Result<()> {
-        self.shared.save_cache()
+        self.shared.pipeline_cache.save(&self.shared.device)
     }
 
     /// Whether the validation layer is on.
@@ -515,12 +475,4 @@ impl Context {
     pub fn mark_lost_for_tests(&self) {
         self.shared.lost.store(true, Ordering::Release);
     }
-}
-
-/// A pipeline cache of `device` holding `data` (none where empty), internally synchronised.
-fn create_pipeline_cache(device: &ash::Device, data: &[u8]) -> Result<vk::PipelineCache> {
-    let info = vk::PipelineCacheCreateInfo::default().initial_data(data);
-    // SAFETY: `device` is live; `data` is empty or was checked to carry this device's header (a
-    // driver checks the rest and ignores data it cannot use).
-    unsafe { device.create_pipeline_cache(&info, None) }.map_err(Error::vk("vkCreatePipelineCache"))
 }

@@ -1,9 +1,13 @@
-//! The standalone context's pipeline cache on disk: one file per device and driver, loaded when a
-//! context is made and written back when it is dropped, so that a second run finds its pipelines
-//! compiled.
+//! The pipeline cache on disk (the standalone context's and the wgpu front's): one file per
+//! device and driver, loaded when a context is made and written back when it is dropped, so that
+//! a second run finds its pipelines compiled.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use ash::vk;
+
+use crate::error::{Error, Result};
 
 /// Environment variable naming the folder of the pipeline cache (overrides the default).
 pub const PIPELINE_CACHE_ENV: &str = "BITONIC_VK_PIPELINE_CACHE";
@@ -121,6 +125,76 @@ pub(crate) fn save(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// A pipeline cache of one device, loaded from its file in a folder (if any) and written back
+/// where it grew: what [`crate::Context`] and the wgpu front keep. The owner destroys it with
+/// [`DiskCache::destroy`].
+#[derive(Debug)]
+pub(crate) struct DiskCache {
+    /// Created without VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT, so the
+    /// implementation synchronises its use from several threads.
+    pub cache: vk::PipelineCache,
+    /// The file the cache was loaded from and is written back to, if any.
+    pub file: Option<PathBuf>,
+    /// Bytes of cache data loaded: the file is rewritten only when the data grew.
+    loaded: usize,
+    /// Why the cache file was not loaded, if it was not.
+    pub note: Option<String>,
+}
+
+impl DiskCache {
+    /// Loads the file of device `id` in `folder` (none: an empty cache, never written) into a new
+    /// pipeline cache of `device`. A file that is not this device's, or that the driver refuses,
+    /// is ignored with a note and rewritten later.
+    pub fn open(device: &ash::Device, folder: Option<PathBuf>, id: &CacheId) -> Result<DiskCache> {
+        let file = folder.map(|folder| id.file_in(&folder));
+        let (data, mut note) = match &file {
+            Some(path) => load(path, id),
+            None => (Vec::new(), None),
+        };
+        let cache = match create(device, &data) {
+            Ok(cache) => cache,
+            Err(e) if data.is_empty() => return Err(e),
+            Err(_) => {
+                let path = file.as_deref().unwrap_or(Path::new(""));
+                note = Some(format!("ignoring pipeline cache {}: the driver refused it", path.display()));
+                create(device, &[])?
+            }
+        };
+        let loaded = if note.is_some() { 0 } else { data.len() };
+        Ok(DiskCache { cache, file, loaded, note })
+    }
+
+    /// Writes the cache to its file where the data grew since it was loaded.
+    pub fn save(&self, device: &ash::Device) -> Result<()> {
+        let Some(path) = &self.file else { return Ok(()) };
+        // SAFETY: the cache belongs to `device` and is internally synchronised.
+        let data =
+            unsafe { device.get_pipeline_cache_data(self.cache) }.map_err(Error::vk("vkGetPipelineCacheData"))?;
+        if data.len() <= self.loaded {
+            return Ok(());
+        }
+        save(path, &data).map_err(|e| Error::CacheFile { path: path.clone(), reason: e.to_string() })
+    }
+
+    /// Destroys the cache.
+    ///
+    /// # Safety
+    /// `device` is the device the cache was opened on, and no pipeline creation using it is
+    /// running or will run.
+    pub unsafe fn destroy(&self, device: &ash::Device) {
+        // SAFETY: the caller's promise.
+        unsafe { device.destroy_pipeline_cache(self.cache, None) };
+    }
+}
+
+/// A pipeline cache of `device` holding `data` (none where empty), internally synchronised.
+fn create(device: &ash::Device, data: &[u8]) -> Result<vk::PipelineCache> {
+    let info = vk::PipelineCacheCreateInfo::default().initial_data(data);
+    // SAFETY: `device` is live; `data` is empty or was checked to carry this device's header (a
+    // driver checks the rest and ignores data it cannot use).
+    unsafe { device.create_pipeline_cache(&info, None) }.map_err(Error::vk("vkCreatePipelineCache"))
 }
 
 #[cfg(test)]

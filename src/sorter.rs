@@ -382,7 +382,7 @@ impl Sorter {
     pub(crate) fn new_recorder(shared: &Shared, desc: &SorterDesc) -> Result<SortRecorder> {
         let recorder_desc = RecorderDesc {
             max_bindings: 1,
-            pipeline_cache: shared.pipeline_cache,
+            pipeline_cache: shared.pipeline_cache.cache,
             shader_int16: shared.info.shader_int16,
             tuning: desc.tuning,
             #[cfg(feature = "test-hooks")]

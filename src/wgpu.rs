@@ -44,8 +44,10 @@ use std::time::Duration;
 use ::wgpu::hal::api::Vulkan;
 use ash::vk;
 
+use crate::device::describe;
 use crate::error::{Error, Result};
 use crate::keys::{KeyKind, KeyWidth, Order, SortKey};
+use crate::pipeline_cache::{DiskCache, PipelineCacheDir};
 use crate::recorder::{BindDesc, BufferRegion, Extras, Recorded, RecorderDesc, SortBinding, SortRecorder};
 use crate::{DeviceInfo, Tuning};
 
@@ -59,11 +61,20 @@ pub struct WgpuSorterDesc {
     pub timestamp_queries: u32,
     /// The knobs; the defaults are where they measured fastest.
     pub tuning: Tuning,
+    /// Where the sort's pipelines are kept between runs, as [`crate::ContextDesc::pipeline_cache`]:
+    /// loaded at [`WgpuSorter::new`], written back when the sorter drops, so that a later run
+    /// binds without compiling. Default [`PipelineCacheDir::Default`].
+    pub pipeline_cache: PipelineCacheDir,
 }
 
 impl Default for WgpuSorterDesc {
     fn default() -> WgpuSorterDesc {
-        WgpuSorterDesc { max_bindings: 16, timestamp_queries: 0, tuning: Tuning::default() }
+        WgpuSorterDesc {
+            max_bindings: 16,
+            timestamp_queries: 0,
+            tuning: Tuning::default(),
+            pipeline_cache: PipelineCacheDir::Default,
+        }
     }
 }
 
@@ -143,6 +154,7 @@ pub struct WgpuSorter {
     // and `Drop` waits for the device to go idle first.
     recorder: SortRecorder,
     timestamps: Option<Timestamps>,
+    cache: DiskCache,
     raw: ash::Device,
     /// The buffers of each binding, by slot.
     held: Vec<Vec<::wgpu::Buffer>>,
@@ -174,16 +186,50 @@ impl WgpuSorter {
         let instance = hal.shared_instance().raw_instance();
         let physical = hal.raw_physical_device();
         let family = hal.queue_family_index();
+        // SAFETY: `physical` is wgpu's physical device of this live instance.
+        let info = unsafe { describe(instance, 0, physical) };
+        let cache = DiskCache::open(&raw, desc.pipeline_cache.folder(), &info.cache_id)?;
         let recorder_desc = RecorderDesc {
             max_bindings: desc.max_bindings,
+            pipeline_cache: cache.cache,
             shader_int16: device.features().contains(::wgpu::Features::SHADER_I16),
             tuning: desc.tuning,
             ..RecorderDesc::default()
         };
-        // SAFETY: the physical device, instance and device are wgpu's, alive as long as the
-        // clone of `device` the sorter holds, which drops after the recorder.
-        let recorder = unsafe { SortRecorder::new(instance, physical, &raw, &recorder_desc)? };
-        let timestamps = match desc.timestamp_queries {
+        // The sorter owns the cache from here (its Drop destroys it); on an error, drop it here.
+        let made = SortRecorder::with_info(&raw, info, &recorder_desc).and_then(|recorder| {
+            let timestamps = Self::timestamps(instance, physical, family, &raw, &recorder, desc.timestamp_queries)?;
+            Ok((recorder, timestamps))
+        });
+        let (recorder, timestamps) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                // SAFETY: the cache is `raw`'s, and no pipeline creation uses it any more.
+                unsafe { cache.destroy(&raw) };
+                return Err(e);
+            }
+        };
+        Ok(WgpuSorter {
+            recorder,
+            timestamps,
+            cache,
+            raw,
+            held: Vec::new(),
+            id: NEXT_SORTER.fetch_add(1, Ordering::Relaxed),
+            device: device.clone(),
+        })
+    }
+
+    /// The timestamp ring of `queries` queries (none for 0).
+    fn timestamps(
+        instance: &ash::Instance,
+        physical: vk::PhysicalDevice,
+        family: u32,
+        raw: &ash::Device,
+        recorder: &SortRecorder,
+        queries: u32,
+    ) -> Result<Option<Timestamps>> {
+        Ok(match queries {
             0 => None,
             queries => {
                 // SAFETY: `physical` is wgpu's physical device of this live instance.
@@ -201,15 +247,24 @@ impl WgpuSorter {
                 let period_ns = f64::from(recorder.device_info().limits.timestamp_period);
                 Some(Timestamps { pool, queries, next: 0, lap: 0, period_ns })
             }
-        };
-        Ok(WgpuSorter {
-            recorder,
-            timestamps,
-            raw,
-            held: Vec::new(),
-            id: NEXT_SORTER.fetch_add(1, Ordering::Relaxed),
-            device: device.clone(),
         })
+    }
+
+    /// The file the pipeline cache was loaded from and is written back to when the sorter
+    /// drops ([`WgpuSorterDesc::pipeline_cache`]), if any.
+    pub fn pipeline_cache_file(&self) -> Option<&std::path::Path> {
+        self.cache.file.as_deref()
+    }
+
+    /// Why the pipeline cache file was ignored (truncated, corrupt, another device's), if it was.
+    pub fn pipeline_cache_note(&self) -> Option<&str> {
+        self.cache.note.as_deref()
+    }
+
+    /// Writes the pipeline cache to its file now (it is also written when the sorter drops),
+    /// where it grew since it was loaded: after binding at load time, say.
+    pub fn save_pipeline_cache(&self) -> Result<()> {
+        self.cache.save(&self.raw)
     }
 
     /// The device as the sort sees it (limits included).
@@ -483,6 +538,11 @@ impl Drop for WgpuSorter {
         // Submitted sorts may still run: wait for them before their pipelines and sets go. A
         // lost device runs nothing more.
         let _ = self.wait_idle();
+        // A cache that cannot be written costs the next run its compile time, nothing else.
+        let _ = self.cache.save(&self.raw);
+        // SAFETY: the cache is this device's, and pipelines are only made by `bind`, which
+        // cannot run during drop.
+        unsafe { self.cache.destroy(&self.raw) };
         if let Some(ts) = &self.timestamps {
             // SAFETY: the device is idle and the pool was made on it; nothing else uses it.
             unsafe { self.raw.destroy_query_pool(ts.pool, None) };

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::sync::Mutex;
 
 use bitonic_vk::wgpu::{WgpuBindDesc, WgpuSorter, WgpuSorterDesc};
-use bitonic_vk::{Error, KeyKind, KeyWidth, Order};
+use bitonic_vk::{Error, KeyKind, KeyWidth, Order, PipelineCacheDir};
 use rand::{Rng, SeedableRng};
 use wgpu::util::DeviceExt;
 
@@ -418,6 +418,11 @@ fn bad_bindings_and_requests_are_errors_naming_the_fix() {
     let keys = gpu.buffer(4096 + 256);
     let err = sorter.bind(&WgpuBindDesc::new(keys.slice(..), 2048)).expect_err("too small");
     assert!(matches!(err, Error::BufferTooSmall { .. }), "{err}");
+    let alignment = sorter.device_info().limits.min_storage_buffer_offset_alignment;
+    if alignment > 4 {
+        let err = sorter.bind(&WgpuBindDesc::new(keys.slice(4..), 1024)).expect_err("misaligned");
+        assert!(matches!(err, Error::MisalignedOffset { .. }), "{err}");
+    }
     let binding = sorter.bind(&WgpuBindDesc::new(keys.slice(256..), 1024)).expect("bind");
     let err = sorter.record::<u32>(&binding, 1025, Order::Ascending).expect_err("over capacity");
     assert!(matches!(err, Error::OverCapacity { .. }), "{err}");
@@ -431,6 +436,33 @@ fn bad_bindings_and_requests_are_errors_naming_the_fix() {
     let err = other.record::<u32>(&binding, 1000, Order::Ascending).expect_err("another sorter's binding");
     assert!(err.to_string().contains("another sorter"), "{err}");
     drop((sorter, other));
+    assert_no_errors();
+}
+
+#[test]
+fn the_pipeline_cache_is_written_when_the_sorter_drops_and_loaded_by_the_next() {
+    let gpu = Gpu::new();
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let desc =
+        WgpuSorterDesc { pipeline_cache: PipelineCacheDir::At(folder.path().into()), ..WgpuSorterDesc::default() };
+    let keys = gpu.buffer(4096);
+    let mut sorter = gpu.sorter(&desc);
+    let file = sorter.pipeline_cache_file().expect("a cache file in the folder").to_path_buf();
+    assert!(file.starts_with(folder.path()), "{}", file.display());
+    assert!(!file.exists(), "nothing written before the sorter drops");
+    sorter.bind(&WgpuBindDesc::new(keys.slice(..), 1024)).expect("bind");
+    drop(sorter);
+    let written = std::fs::metadata(&file).expect("written when the sorter dropped").len();
+    assert!(written > 0);
+    let again = gpu.sorter(&desc);
+    assert_eq!(again.pipeline_cache_note(), None, "the file written is this device's");
+    assert_eq!(again.pipeline_cache_file(), Some(file.as_path()));
+    drop(again);
+    std::fs::write(&file, b"truncated").expect("overwrite the cache file");
+    let third = gpu.sorter(&desc);
+    let note = third.pipeline_cache_note().expect("a note for a file that is not a cache");
+    assert!(note.contains(&file.display().to_string()), "{note}");
+    drop(third);
     assert_no_errors();
 }
 
