@@ -43,10 +43,10 @@
 //! # Features
 //! - `cli` (default): the `bitonic-vk` command and its crates. Embedders take
 //!   `default-features = false`, which leaves ash, gpu-allocator, bytemuck and thiserror.
-//! - `wgpu`: [`wgpu::WgpuSorter`], the same sorts on a wgpu renderer's device and buffers
+//! - `wgpu`: `wgpu::WgpuSorter`, the same sorts on a wgpu renderer's device and buffers
 //!   (wgpu's Vulkan backend).
-//! - `study` (on with `cli`): the barrier study's timing: [`Sorter::study`],
-//!   [`Sorter::time_repeated`], [`Sorter::calibrate`] and their types.
+//! - `study` (on with `cli`): the barrier study's timing: `Sorter::study`,
+//!   `Sorter::time_repeated`, `Sorter::calibrate` and their types.
 
 mod abi;
 mod context;

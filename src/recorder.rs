@@ -1,47 +1,8 @@
 //! [`SortRecorder`]: records sorts into the caller's command buffer, on the caller's device, over
 //! the caller's buffers.
 //!
-//! A [`SortRecorder`] is made from the caller's `ash` instance, physical device and device (it
-//! never destroys them) and an optional pipeline cache. [`SortRecorder::bind`] checks a keys
-//! region (and optionally a values region) of the caller's buffers against the device's limits and
-//! writes one descriptor set for it, once. [`SortRecorder::record`] then records the whole sort
-//! into a command buffer the caller is recording: no device memory is allocated and no descriptor
-//! is written per record, so several sorts fit in one command buffer and one frame. The passes are
-//! recorded by one function for Vulkan and the CPU model alike; the standalone [`crate::Sorter`] is built on this
-//! same recorder. [`SortRecorder::record_batches`] sorts many equal-length arrays in one sequence
-//! of passes (bindings made with [`BindDesc::batched`]); [`BindDesc::key_width`] picks the builds
-//! for 8-byte keys; [`SortRecorder::rebind`] moves a binding to new regions.
-//!
-//! Stable order (equal keys keep their input order) is a matter of keys: pack each key's order
-//! image with its index into a `u64` (`image << 32 | index`, as [`crate::Sorter::sort_pairs_stable`]
-//! does on the host) and sort those.
-//!
-//! # Contract
-//! - **Before** `record`: the caller's writes to the bound regions must be made available and
-//!   visible to `COMPUTE_SHADER` stage `SHADER_READ | SHADER_WRITE` accesses, for example with a
-//!   memory barrier from `TRANSFER`/`TRANSFER_WRITE` (a copy or fill) or
-//!   `COMPUTE_SHADER`/`SHADER_WRITE` (a compute pass) to `COMPUTE_SHADER`/`SHADER_READ |
-//!   SHADER_WRITE`.
-//! - **After** `record`: the sort's last writes are `COMPUTE_SHADER`/`SHADER_WRITE`; the caller
-//!   places a barrier from there to its consumer (`VERTEX_SHADER`/`SHADER_READ` to draw,
-//!   `TRANSFER`/`TRANSFER_READ` to copy out, `DRAW_INDIRECT` ...).
-//! - **State**: `record` binds compute pipelines, descriptor set 0 of the compute bind point, and
-//!   sets push constants (bytes 0..112 with a GPU-side count, else 0..28; compute stage); the
-//!   caller rebinds its own compute state afterwards. Graphics state is untouched. Between passes
-//!   it records `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory
-//!   barriers.
-//! - **GPU-side count**: the sort's first pass (the tile sort) is dispatched directly, its
-//!   workgroups past the count returning at once; beside it, `dispatch_args` reads the count and
-//!   writes the indirect arguments of every later dispatch into a buffer the recorder made at
-//!   `bind`, and the barrier after the first pass also makes them visible to `DRAW_INDIRECT`
-//!   `INDIRECT_COMMAND_READ`. The count itself is read by compute shaders alone, so the
-//!   **Before** barrier covers it. Two sorts through one binding need the **After** barrier
-//!   between them anyway (the second reads the keys the first wrote); from `COMPUTE_SHADER`, it
-//!   also orders the first's indirect reads (the logically earlier `DRAW_INDIRECT` stage) before
-//!   the second rewrites the arguments.
-//! - **Lifetimes**: the recorder and every binding must outlive the execution of each command
-//!   buffer they were recorded into; the bound buffers likewise. Drop the recorder only when the
-//!   device has finished that work, and before the device is destroyed.
+//! Its docs hold the contract: barriers before and after, the state a sort overwrites, the
+//! GPU-side count, lifetimes.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -185,7 +146,49 @@ pub struct Recorded {
 
 static NEXT_RECORDER: AtomicU64 = AtomicU64::new(1);
 
-/// Records sorts into the caller's command buffers. See the [module docs](self) for the contract.
+/// Records sorts into the caller's command buffers.
+///
+/// A [`SortRecorder`] is made from the caller's `ash` instance, physical device and device (it
+/// never destroys them) and an optional pipeline cache. [`SortRecorder::bind`] checks a keys
+/// region (and optionally a values region) of the caller's buffers against the device's limits and
+/// writes one descriptor set for it, once. [`SortRecorder::record`] then records the whole sort
+/// into a command buffer the caller is recording: no device memory is allocated and no descriptor
+/// is written per record, so several sorts fit in one command buffer and one frame. The passes are
+/// recorded by one function for Vulkan and the CPU model alike; the standalone [`crate::Sorter`] is built on this
+/// same recorder. [`SortRecorder::record_batches`] sorts many equal-length arrays in one sequence
+/// of passes (bindings made with [`BindDesc::batched`]); [`BindDesc::key_width`] picks the builds
+/// for 8-byte keys; [`SortRecorder::rebind`] moves a binding to new regions.
+///
+/// Stable order (equal keys keep their input order) is a matter of keys: pack each key's order
+/// image with its index into a `u64` (`image << 32 | index`, as [`crate::Sorter::sort_pairs_stable`]
+/// does on the host) and sort those.
+///
+/// # Contract
+/// - **Before** `record`: the caller's writes to the bound regions must be made available and
+///   visible to `COMPUTE_SHADER` stage `SHADER_READ | SHADER_WRITE` accesses, for example with a
+///   memory barrier from `TRANSFER`/`TRANSFER_WRITE` (a copy or fill) or
+///   `COMPUTE_SHADER`/`SHADER_WRITE` (a compute pass) to `COMPUTE_SHADER`/`SHADER_READ |
+///   SHADER_WRITE`.
+/// - **After** `record`: the sort's last writes are `COMPUTE_SHADER`/`SHADER_WRITE`; the caller
+///   places a barrier from there to its consumer (`VERTEX_SHADER`/`SHADER_READ` to draw,
+///   `TRANSFER`/`TRANSFER_READ` to copy out, `DRAW_INDIRECT` ...).
+/// - **State**: `record` binds compute pipelines, descriptor set 0 of the compute bind point, and
+///   sets push constants (bytes 0..112 with a GPU-side count, else 0..28; compute stage); the
+///   caller rebinds its own compute state afterwards. Graphics state is untouched. Between passes
+///   it records `COMPUTE_SHADER/SHADER_WRITE -> COMPUTE_SHADER/SHADER_READ|SHADER_WRITE` memory
+///   barriers.
+/// - **GPU-side count**: the sort's first pass (the tile sort) is dispatched directly, its
+///   workgroups past the count returning at once; beside it, `dispatch_args` reads the count and
+///   writes the indirect arguments of every later dispatch into a buffer the recorder made at
+///   `bind`, and the barrier after the first pass also makes them visible to `DRAW_INDIRECT`
+///   `INDIRECT_COMMAND_READ`. The count itself is read by compute shaders alone, so the
+///   **Before** barrier covers it. Two sorts through one binding need the **After** barrier
+///   between them anyway (the second reads the keys the first wrote); from `COMPUTE_SHADER`, it
+///   also orders the first's indirect reads (the logically earlier `DRAW_INDIRECT` stage) before
+///   the second rewrites the arguments.
+/// - **Lifetimes**: the recorder and every binding must outlive the execution of each command
+///   buffer they were recorded into; the bound buffers likewise. Drop the recorder only when the
+///   device has finished that work, and before the device is destroyed.
 pub struct SortRecorder {
     // Field order is drop order: pipelines before the layouts they were made with.
     kernels: Vec<Kernels>,
@@ -523,7 +526,7 @@ impl SortRecorder {
     ///
     /// # Safety
     /// `cmd` must be a command buffer of this recorder's device in the recording state, outside a
-    /// render pass, for a queue family with compute. The Contract in the [module docs](self)
+    /// render pass, for a queue family with compute. The Contract in [`SortRecorder`]'s docs
     /// applies: barriers before and after, bound state, lifetimes.
     pub unsafe fn record<K: SortKey>(
         &self,

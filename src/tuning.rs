@@ -33,7 +33,7 @@ pub struct Tuning {
     pub merge_workgroups: Option<u32>,
     /// Plan every pass after the tile sort as a segment pass (a run of substages on cosets of a
     /// tile's size, about one pass per log2(tile) substages): `Some(true)` always, `Some(false)`
-    /// never, by default where they paid ([`segments_pay`]) on a device that reports its
+    /// never, by default where they paid (`segments_pay` in `src/tuning.rs`) on a device that reports its
     /// multiprocessors.
     pub segment_merges: Option<bool>,
     /// Elements of the low run a segment pass carries uncompared (a power of two, at least 2):
