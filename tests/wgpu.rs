@@ -478,3 +478,11 @@ fn a_device_on_another_backend_is_refused() {
     let err = unsafe { WgpuSorter::new(&device, &WgpuSorterDesc::default()) }.err().expect("not Vulkan");
     assert!(err.to_string().contains("Backends::VULKAN"), "{err}");
 }
+
+#[test]
+fn a_sorter_and_its_bindings_may_live_in_a_renderers_shared_state() {
+    fn shared<T: Send + Sync>() {}
+    shared::<WgpuSorter>();
+    shared::<bitonic_vk::wgpu::WgpuBinding>();
+    shared::<bitonic_vk::wgpu::TimedSort>();
+}
