@@ -23,6 +23,9 @@ pub struct Tuning {
     /// Invocations per workgroup of the local kernels (a power of two, capped by the device); by
     /// default a quarter of the tile, at most 512 for 4-byte keys and 1024 for 8-byte keys.
     pub local_workgroup_size: Option<u32>,
+    /// Invocations per workgroup of `global_merge` (a power of two, capped by the device); by
+    /// default 256.
+    pub global_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1..=5) instead of the default: 3
     /// in small sorts, 5 for 4-byte keys alone in tiles of 8192 or more, else 4.
     pub local_chunk_substages: Option<u32>,
@@ -261,7 +264,14 @@ pub fn geometry(
             reason: "each invocation holds at most 16 values of a tile of at most 65536: take a smaller tile",
         });
     }
-    Ok((Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused }, local_wg))
+    let global_wg = match tuning.global_workgroup_size {
+        Some(wg) if wg == 0 || !wg.is_power_of_two() => {
+            return invalid("global_workgroup_size", wg, "must be a power of two")
+        }
+        Some(wg) => wg.min(invocations),
+        None => GLOBAL_WG.min(invocations),
+    };
+    Ok((Geometry { tile_log2: tile.trailing_zeros(), global_wg, fused }, local_wg))
 }
 
 /// Sorts of up to this many elements are small: their local chunks take 3 substages, so that a
