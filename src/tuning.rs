@@ -524,6 +524,8 @@ pub struct Sizing {
     pub origins: Option<bool>,
     /// The carried runs the knobs ask for, else [`segment_runs`] picks them per sort.
     pub runs: Option<SegmentRuns>,
+    /// `shaderInt16` is offered and enabled.
+    pub int16: bool,
 }
 
 /// What [`Sizing::binding`] decides for a binding: its payload, tiles, chunk and workgroups.
@@ -563,7 +565,18 @@ impl Sizing {
             _ => Some(false),
         };
         let merge_groups = tuning.merge_workgroups.unwrap_or(limits.multiprocessors);
-        Ok(Sizing { tuning, limits, cpu, merge_groups, origins, runs })
+        Ok(Sizing { tuning, limits, cpu, merge_groups, origins, runs, int16 })
+    }
+
+    /// This sizing with workgroups of at most `invocations` (at least one), as if the device's
+    /// `maxComputeWorkGroupInvocations` were that: what `bind` plans again with where the driver
+    /// refuses a pipeline of a larger workgroup. Fails where a knob then asks for what the kernels
+    /// cannot do (tiles of origins need a workgroup of at least a sixteenth of the tile).
+    pub fn with_workgroups_of_at_most(&self, invocations: u32) -> Result<Sizing> {
+        let mut limits = self.limits;
+        limits.max_compute_work_group_invocations = limits.max_compute_work_group_invocations.min(invocations.max(1));
+        limits.max_compute_work_group_size_x = limits.max_compute_work_group_size_x.min(invocations.max(1));
+        Sizing::new(self.tuning, limits, self.cpu, self.int16)
     }
 
     /// The segment tile of a binding of `capacity` where its sorts may take segment passes: from
