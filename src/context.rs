@@ -359,6 +359,10 @@ impl Context {
         // needs nothing beyond Vulkan 1.1.
         let mut extensions = Vec::new();
         let mut sync2 = vk::PhysicalDeviceSynchronization2Features::default().synchronization2(true);
+        // Full subgroups where the device offers them: the tile sort's subgroup form asks for
+        // them (`RecorderDesc::full_subgroups`). Through the extension: the instance asks for
+        // Vulkan 1.1, where the 1.3 core feature cannot be enabled.
+        let mut size_control = vk::PhysicalDeviceSubgroupSizeControlFeaturesEXT::default().compute_full_subgroups(true);
         // shaderInt16 where the device offers it: the tiles of u32 pairs with origins use it.
         let features = vk::PhysicalDeviceFeatures::default().shader_int16(info.shader_int16);
         let mut create = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_features(&features);
@@ -366,12 +370,17 @@ impl Context {
             extensions.push(ash::khr::synchronization2::NAME.as_ptr());
             create = create.push_next(&mut sync2);
         }
+        if info.full_subgroups {
+            extensions.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+            create = create.push_next(&mut size_control);
+        }
         // A portability device (MoltenVK) must have its subset extension enabled.
         if info.portability_subset {
             extensions.push(c"VK_KHR_portability_subset".as_ptr());
         }
         create = create.enabled_extension_names(&extensions);
-        // SAFETY: `physical` belongs to the live instance and the queue family index came from it.
+        // SAFETY: `physical` belongs to the live instance and the queue family index came from it;
+        // every extension and feature enabled is one `describe` found the device offers.
         let device =
             unsafe { instance.raw.create_device(physical, &create, None) }.map_err(Error::vk("vkCreateDevice"))?;
         // SAFETY: queue 0 of this family was requested at device creation.

@@ -179,6 +179,15 @@ pub struct DeviceInfo {
     /// included), which [`crate::Context::new`] then enables: the tiles of u32 pairs with 16-bit origins
     /// ([`crate::Tuning::tile_origins`]) need it.
     pub shader_int16: bool,
+    /// Whether it offers `VK_EXT_subgroup_size_control` with its `computeFullSubgroups` feature,
+    /// which [`crate::Context::new`] then enables: the tile sort's subgroup form asks for full
+    /// subgroups with it (`RecorderDesc::full_subgroups`).
+    ///
+    /// [`RecorderDesc::full_subgroups`]: crate::RecorderDesc::full_subgroups
+    pub full_subgroups: bool,
+    /// The widest subgroup it may run (`maxSubgroupSize`), where it offers
+    /// `VK_EXT_subgroup_size_control`; else its one subgroup size.
+    pub max_subgroup_size: u32,
     pub(crate) raw_api_version: u32,
     /// Whether it is a portability implementation (`VK_KHR_portability_subset`, MoltenVK), whose
     /// subset extension a device must then enable.
@@ -225,11 +234,14 @@ pub unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalD
     let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
     let mut sm_builtins = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    let mut size_control = vk::PhysicalDeviceSubgroupSizeControlPropertiesEXT::default();
+    let mut size_control_features = vk::PhysicalDeviceSubgroupSizeControlFeaturesEXT::default();
     // SAFETY: `pd` was enumerated from this live instance.
     let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
     let has = |name: &std::ffi::CStr| extensions.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
     let (mut subgroup_size, mut max_alloc, mut driver_name) = (0, 1u64 << 30, String::new());
     let mut subgroup_shuffle = false;
+    let size_controlled = props.api_version >= vk::API_VERSION_1_1 && has(ash::ext::subgroup_size_control::NAME);
     if props.api_version >= vk::API_VERSION_1_1 {
         let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut maintenance3);
         if props.api_version >= vk::API_VERSION_1_2 {
@@ -238,10 +250,20 @@ pub unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalD
         if has(ash::nv::shader_sm_builtins::NAME) {
             props2 = props2.push_next(&mut sm_builtins);
         }
+        if size_controlled {
+            props2 = props2.push_next(&mut size_control);
+        }
         // SAFETY: the device supports Vulkan 1.1, where vkGetPhysicalDeviceProperties2 and both
         // chained structures are core (driver properties: 1.2, chained only then); the SM
-        // builtins' structure is chained only where the device offers its extension.
+        // builtins' and the subgroup size control's structures are chained only where the device
+        // offers their extensions.
         unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
+        if size_controlled {
+            let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut size_control_features);
+            // SAFETY: Vulkan 1.1, where vkGetPhysicalDeviceFeatures2 is core; the chained
+            // structure is the device's extension's.
+            unsafe { instance.get_physical_device_features2(pd, &mut features2) };
+        }
         subgroup_size = subgroup.subgroup_size;
         subgroup_shuffle = subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
             && subgroup
@@ -304,6 +326,12 @@ pub unsafe fn describe(instance: &ash::Instance, index: usize, pd: vk::PhysicalD
         synchronization2,
         device_local_memory,
         shader_int16: features.shader_int16 == vk::TRUE,
+        full_subgroups: size_controlled && size_control_features.compute_full_subgroups == vk::TRUE,
+        max_subgroup_size: if size_controlled {
+            size_control.max_subgroup_size.max(subgroup_size)
+        } else {
+            subgroup_size
+        },
         raw_api_version: v,
         portability_subset: has(c"VK_KHR_portability_subset"),
         cache_id: CacheId {
@@ -346,6 +374,8 @@ mod tests {
             synchronization2: false,
             device_local_memory: 0,
             shader_int16: false,
+            full_subgroups: false,
+            max_subgroup_size: 0,
             raw_api_version: api_version,
             portability_subset: false,
             cache_id: CacheId { vendor_id: 0, device_id: 0, driver_version: 0, uuid: [0; 16] },

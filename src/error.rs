@@ -182,6 +182,26 @@ pub enum Error {
         reason: String,
     },
 
+    /// The driver refused a kernel's pipeline (a Vulkan error other than a lost device, as
+    /// register pressure gets on a small GPU) at every workgroup `bind` tried: the one asked for,
+    /// then each half of it down to what the kernels allow.
+    #[error(
+        "{device} refused the {kernel} pipeline at workgroups of {workgroups:?} invocations (its last answer: \
+         {result:?}): set {knob} to a size the driver takes, or a smaller Tuning::max_tile"
+    )]
+    PipelineRefused {
+        /// The device's name.
+        device: String,
+        /// The kernel whose pipeline was refused last.
+        kernel: String,
+        /// The workgroup sizes of the refused pipelines, in the order tried.
+        workgroups: Vec<u32>,
+        /// The `Tuning` knob (and CLI option) that sets that kernel's workgroup.
+        knob: &'static str,
+        /// What the driver returned last.
+        result: vk::Result,
+    },
+
     /// The device lacks a feature that was asked for.
     #[error("this device cannot {what}: {fix}")]
     Unsupported {

@@ -53,6 +53,19 @@ pub fn plan(sorter: &Sorter, n: usize, pairs: bool, kind: KeyKind, order: Order)
     sorter.plan(n, pairs, kind, order)
 }
 
+/// The most invocations per workgroup the sorter's last binding was planned for after the
+/// driver refused a larger pipeline ([`crate::SortBinding::workgroup_limit`]); None where it took
+/// the first plan, or before the first sort.
+pub fn workgroup_limit(sorter: &Sorter) -> Option<u32> {
+    sorter.binding.as_ref().and_then(crate::SortBinding::workgroup_limit)
+}
+
+/// The labels of the pipelines of the sorter's last binding created with full subgroups
+/// (`REQUIRE_FULL_SUBGROUPS`).
+pub fn full_subgroup_kernels(sorter: &Sorter) -> Vec<String> {
+    sorter.binding.as_ref().map(|b| sorter.recorder.full_subgroup_labels(b)).unwrap_or_default()
+}
+
 /// The tuning a sorter was made with.
 pub fn tuning(sorter: &Sorter) -> Tuning {
     sorter.desc.tuning
@@ -86,7 +99,8 @@ pub unsafe fn each_kernel(
     let key = KernelKey { shape: binding, width, batched: false, counted: false };
     let layouts = Layouts::new(device)?;
     let cache = ash::vk::PipelineCache::null();
-    let mut kernels = Kernels::new(device, &info.limits, key, flags, false);
+    let creation = crate::gpu::pipelines::Creation { flags, ..Default::default() };
+    let mut kernels = Kernels::new(device, &sizing, key, creation, false);
     let runs = sizing.runs(capacity, &binding.geometry, payload, width);
     let plan = Plan::segmented_with_runs(capacity, binding.geometry, 0, runs)?;
     let shaped = plan.passes.iter().filter_map(Slot::shaped);
@@ -98,7 +112,7 @@ pub unsafe fn each_kernel(
     ];
     slots.extend((0..=2).map(|window| Slot::LocalMerge { window }));
     slots.extend((1..=binding.geometry.fused).map(|fused| Slot::GlobalMerge { fused }));
-    kernels.make(slots.into_iter().chain(shaped), &layouts, cache)?;
+    kernels.make(slots.into_iter().chain(shaped), &layouts, cache, &info.name)?;
     let tile = binding.geometry.tile();
     let shape = Shape {
         payload,

@@ -40,7 +40,9 @@ impl PipelineCacheDir {
 }
 
 /// What a driver's pipeline cache data must start with to be this device's
-/// (`VkPipelineCacheHeaderVersionOne`).
+/// (`VkPipelineCacheHeaderVersionOne`). The device and driver alone: the entries within are the
+/// driver's, each keyed by its pipeline's whole creation info (its stage's flags, such as full
+/// subgroups, included), so one file serves pipelines made with and without them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CacheId {
     pub vendor_id: u32,

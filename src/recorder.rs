@@ -13,7 +13,7 @@ use crate::abi::{KeyWidth, Payload};
 use crate::device::{describe, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 use crate::gpu::memory::OwnBuffer;
-use crate::gpu::pipelines::{ArgsKernel, KernelKey, Kernels, Layouts, Slot};
+use crate::gpu::pipelines::{ArgsKernel, Creation, KernelKey, Kernels, Layouts, Slot};
 use crate::gpu::record::{self, Indirect, PassBarrier, PendingArgs, VulkanEncoder, ARGS_SLOT_BYTES};
 use crate::keys::{key_flags, KeyKind, Order, SortKey};
 use crate::network::{dispatch_count, dispatch_rules, record_passes, Plan, RecordOptions};
@@ -69,6 +69,18 @@ pub struct RecorderDesc {
     #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub profile: Option<crate::device::DeviceProfile>,
+    /// Whether `device` was created with `VK_EXT_subgroup_size_control` and its
+    /// `computeFullSubgroups` feature enabled. Default false. Where it was (and the device offers
+    /// it), the tile sort's subgroup form asks for full subgroups wherever its workgroup is a
+    /// multiple of the device's maxSubgroupSize, so that a compiler that picks the width per
+    /// pipeline (Intel's, AMD's) keeps it on its subgroup shuffles; without it the kernel is
+    /// still right at every width, and may take its slower shared-memory form.
+    pub full_subgroups: bool,
+    /// Test hook: pipelines of workgroups of more invocations than this fail to be made, as the
+    /// driver of a small GPU refuses them.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub refuse_workgroups_above: Option<u32>,
     /// Whether `device` was created with the `shaderInt16` feature enabled, which the tiles of
     /// u32 pairs with 16-bit origins need ([`Tuning::tile_origins`]). Default false: pairs then
     /// keep their values in the tile.
@@ -83,9 +95,12 @@ impl Default for RecorderDesc {
             max_bindings: 16,
             pipeline_cache: vk::PipelineCache::null(),
             shader_int16: false,
+            full_subgroups: false,
             tuning: Tuning::default(),
             #[cfg(feature = "test-hooks")]
             profile: None,
+            #[cfg(feature = "test-hooks")]
+            refuse_workgroups_above: None,
         }
     }
 }
@@ -107,6 +122,9 @@ pub struct SortBinding {
     /// the recorder's `args` and its handle, and how many dispatches it holds.
     args: Option<(usize, vk::Buffer)>,
     args_slots: u32,
+    /// The most invocations per workgroup `bind` planned for after the driver refused a larger
+    /// pipeline; None where it took the first plan.
+    workgroup_limit: Option<u32>,
 }
 
 impl SortBinding {
@@ -134,6 +152,13 @@ impl SortBinding {
     /// ([`Tuning::tile_origins`]): what [`SortRecorder::bind`] chose for it.
     pub fn tile_origins(&self) -> bool {
         self.payload == Payload::PairsOrigins
+    }
+
+    /// Where the driver refused a pipeline of this binding's kernels, the most invocations per
+    /// workgroup that [`SortRecorder::bind`] then planned them for and the driver took (each
+    /// refusal halves it); None where the first plan's pipelines were made.
+    pub fn workgroup_limit(&self) -> Option<u32> {
+        self.workgroup_limit
     }
 }
 
@@ -206,6 +231,11 @@ pub struct SortRecorder {
     pool: vk::DescriptorPool,
     bindings_left: u32,
     sizing: Sizing,
+    /// How pipelines are created: full subgroups, the test hook's refusals.
+    creation: Creation,
+    /// Bindings whose first plan the driver refused: the kernels of that plan and the sizing
+    /// whose pipelines it took, so that a later binding of the same kernels plans with it at once.
+    settled: Vec<(KernelKey, Sizing)>,
     /// `bind` makes the shaped pipelines of sorts of the capacity alone, not of every shorter
     /// sort the binding may take (the standalone sorter, which binds for each sort's length).
     shapes_of_capacity_only: bool,
@@ -228,7 +258,8 @@ impl SortRecorder {
     /// and all three must stay alive until the recorder is dropped. `desc.pipeline_cache` is null
     /// or an internally synchronised pipeline cache of `device` (created without
     /// `VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT`), which `bind` uses from several
-    /// threads at once.
+    /// threads at once. With `desc.full_subgroups`, `device` was created with
+    /// `VK_EXT_subgroup_size_control` and its `computeFullSubgroups` feature enabled.
     pub unsafe fn new(
         instance: &ash::Instance,
         physical_device: vk::PhysicalDevice,
@@ -254,6 +285,13 @@ impl SortRecorder {
         // Origins need shaderInt16 offered by the device and enabled by the caller.
         let int16 = desc.shader_int16 && info.shader_int16;
         let sizing = Sizing::new(desc.tuning, info.limits, info.device_type == DeviceType::Cpu, int16)?;
+        // Full subgroups need the feature offered by the device and enabled by the caller.
+        let full_subgroups = (desc.full_subgroups && info.full_subgroups).then_some(info.max_subgroup_size);
+        #[cfg(not(feature = "test-hooks"))]
+        let refuse_above = None;
+        #[cfg(feature = "test-hooks")]
+        let refuse_above = desc.refuse_workgroups_above;
+        let creation = Creation { flags: vk::PipelineCreateFlags::empty(), full_subgroups, refuse_above };
         if desc.max_bindings == 0 {
             return Err(Error::InvalidOption { name: "max_bindings", value: "0".into(), reason: "must be at least 1" });
         }
@@ -269,6 +307,8 @@ impl SortRecorder {
             unsafe { device.create_descriptor_pool(&info_pool, None) }.map_err(Error::vk("vkCreateDescriptorPool"))?;
         Ok(SortRecorder {
             sizing,
+            creation,
+            settled: Vec::new(),
             shapes_of_capacity_only: false,
             kernels: Vec::new(),
             layouts,
@@ -385,11 +425,8 @@ impl SortRecorder {
                 return Err(Error::OverlappingRegions { first: what, second: "count" });
             }
         }
-        let payload =
-            if values.is_some() { self.sizing.pairs_payload(key_width, capacity, batched)? } else { Payload::Keys };
-        let shape = self.sizing.binding(payload, key_width, capacity, batched)?;
-        let key = KernelKey { shape, width: key_width, batched, counted: count.is_some() };
-        let kernels = self.kernels_for(key, capacity)?;
+        let (payload, kernels, workgroup_limit) =
+            self.bind_kernels(values.is_some(), key_width, capacity, batched, count.is_some())?;
         // With a count, every dispatch after the first pass is indirect: the slots for the most
         // of them a sort through this binding records, and the kernel that writes them.
         let (args, args_slots) = match count {
@@ -398,7 +435,7 @@ impl SortRecorder {
                 if self.args_kernel.is_none() {
                     self.args_kernel = Some(ArgsKernel::new(&self.device, &self.layouts, self.cache)?);
                 }
-                let slots = self.most_dispatches(&self.kernels[kernels].key, capacity)?;
+                let slots = self.most_dispatches(&self.kernels[kernels], capacity)?;
                 let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::INDIRECT_BUFFER;
                 let buffer =
                     OwnBuffer::new(&self.device, &self.info.memory, u64::from(slots) * ARGS_SLOT_BYTES, usage)?;
@@ -433,6 +470,7 @@ impl SortRecorder {
             recorder: self.id,
             args,
             args_slots,
+            workgroup_limit,
         };
         Ok((binding, infos))
     }
@@ -440,11 +478,12 @@ impl SortRecorder {
     /// The most dispatches a sort through a binding of `key` and `capacity` records, with room to
     /// spare: those of the sorts of each length around every power of two up to the capacity, and
     /// of the capacity, doubled. A sort whose plan takes more fails `plan`'s check.
-    fn most_dispatches(&self, key: &KernelKey, capacity: u32) -> Result<u32> {
+    fn most_dispatches(&self, kernels: &Kernels, capacity: u32) -> Result<u32> {
+        let (key, sizing) = (&kernels.key, &kernels.sizing);
         let max_groups = self.info.limits.max_compute_work_group_count_x;
         let mut most = 0;
-        for n in sample_lengths(&self.sizing, key, capacity) {
-            let plan = self.plan_for(key, n, 0)?;
+        for n in sample_lengths(sizing, key, capacity) {
+            let plan = plan_with(sizing, key, n, 0)?;
             most = most.max(dispatch_count(&plan, max_groups) as u32);
         }
         Ok(2 * most + 8)
@@ -470,23 +509,82 @@ impl SortRecorder {
         unsafe { self.device.update_descriptor_sets(&writes, &[]) };
     }
 
-    /// The index in `kernels` of the pipelines of `key`, with every pipeline that a sort through a
-    /// binding of `capacity` runs made ([`slots_with`]): `record` makes none.
-    fn kernels_for(&mut self, key: KernelKey, capacity: u32) -> Result<usize> {
-        let index = match self.kernels.iter().position(|k| k.key == key) {
+    /// The payload and the index in `kernels` of the pipelines of a binding ([`Self::kernels_for`]),
+    /// and the workgroup limit they were planned for, if any. Where the driver refuses a pipeline
+    /// (any Vulkan error but a lost device: register pressure at 1 024 invocations on a small GPU,
+    /// say), the binding is planned again as if the device took workgroups of at most half the
+    /// refused one's invocations, the same capacity in tiles and workgroups fit for that, down to
+    /// one invocation or the least the knobs allow; then the error names the kernel, the sizes
+    /// tried and the knob.
+    fn bind_kernels(
+        &mut self,
+        pairs: bool,
+        width: KeyWidth,
+        capacity: u32,
+        batched: bool,
+        counted: bool,
+    ) -> Result<(Payload, usize, Option<u32>)> {
+        let plan = |sizing: &Sizing| -> Result<(Payload, KernelKey)> {
+            let payload = if pairs { sizing.pairs_payload(width, capacity, batched)? } else { Payload::Keys };
+            let shape = sizing.binding(payload, width, capacity, batched)?;
+            Ok((payload, KernelKey { shape, width, batched, counted }))
+        };
+        let first = plan(&self.sizing)?.1;
+        let settled = self.settled.iter().find(|(key, _)| *key == first).map(|(_, sizing)| *sizing);
+        let mut sizing = settled.unwrap_or(self.sizing);
+        let mut limit = settled.map(|s| s.limits.max_compute_work_group_invocations);
+        let mut tried = Vec::new();
+        loop {
+            let (payload, key) = plan(&sizing)?;
+            let refused = match self.kernels_for(key, &sizing, capacity) {
+                Ok(index) => {
+                    if !tried.is_empty() {
+                        self.settled.push((first, sizing));
+                    }
+                    return Ok((payload, index, limit));
+                }
+                Err(Error::PipelineRefused { device, kernel, workgroups, knob, result }) => {
+                    tried.extend(workgroups);
+                    Error::PipelineRefused { device, kernel, workgroups: tried.clone(), knob, result }
+                }
+                Err(e) => return Err(e),
+            };
+            let half = tried.last().map_or(0, |wg| wg / 2);
+            match sizing.with_workgroups_of_at_most(half) {
+                Ok(smaller) if half >= 1 => {
+                    sizing = smaller;
+                    limit = Some(half);
+                }
+                _ => return Err(refused),
+            }
+        }
+    }
+
+    /// The index in `kernels` of the pipelines of `key` planned with `sizing`, with every pipeline
+    /// that a sort through a binding of `capacity` runs made ([`slots_with`]): `record` makes
+    /// none. On an error, kernels it added are dropped again.
+    fn kernels_for(&mut self, key: KernelKey, sizing: &Sizing, capacity: u32) -> Result<usize> {
+        let found = self.kernels.iter().position(|k| k.key == key && k.sizing.limits == sizing.limits);
+        let index = match found {
             Some(i) => i,
             None => {
-                let flags = vk::PipelineCreateFlags::empty();
-                let every_shape = self.sizing.tuning.shaped_segments == Some(true);
-                self.kernels.push(Kernels::new(&self.device, &self.info.limits, key, flags, every_shape));
+                let every_shape = sizing.tuning.shaped_segments == Some(true);
+                self.kernels.push(Kernels::new(&self.device, sizing, key, self.creation, every_shape));
                 self.kernels.len() - 1
             }
         };
         let kernels = &self.kernels[index];
-        let slots =
-            slots_with(&self.sizing, &kernels.key, capacity, self.shapes_of_capacity_only, |s| kernels.has_source(s))?;
-        self.kernels[index].make(slots, &self.layouts, self.cache)?;
-        Ok(index)
+        let made = slots_with(sizing, &kernels.key, capacity, self.shapes_of_capacity_only, |s| kernels.has_source(s))
+            .and_then(|slots| self.kernels[index].make(slots, &self.layouts, self.cache, &self.info.name));
+        match made {
+            Ok(()) => Ok(index),
+            Err(e) => {
+                if found.is_none() {
+                    self.kernels.pop();
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Makes the shaped pipelines of the sorts of each binding's capacity alone
@@ -705,7 +803,7 @@ impl SortRecorder {
         }
         // The binding comes from this recorder (checked above), whose `kernels` only grows.
         let kernels = &self.kernels[binding.kernels];
-        let plan = self.plan_for(&kernels.key, n, key_flags(kind, order))?;
+        let plan = plan_with(&kernels.sizing, &kernels.key, n, key_flags(kind, order))?;
         if let Some(pass) = plan.passes.iter().find(|p| kernels.pass_pipeline(p).is_none()) {
             // `bind` makes what `slots` finds; a plan outside it is a planning bug, not a misuse.
             return Err(Error::Build {
@@ -728,6 +826,12 @@ impl SortRecorder {
             }
         }
         Ok(plan)
+    }
+
+    /// Test hook: the labels of `binding`'s pipelines made with full subgroups.
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn full_subgroup_labels(&self, binding: &SortBinding) -> Vec<String> {
+        self.kernels.get(binding.kernels).map(Kernels::full_subgroup_labels).unwrap_or_default()
     }
 
     /// How many pipelines the recorder's bindings have made.

@@ -55,6 +55,9 @@ pub struct Hooks {
     pub drop_barrier_before_pass: Option<usize>,
     /// Plans for a smaller class of device than this one ([`crate::device::DeviceProfile`]).
     pub profile: Option<crate::device::DeviceProfile>,
+    /// Refuses pipelines of workgroups of more invocations than this, as a small GPU's driver
+    /// does (`RecorderDesc::refuse_workgroups_above`).
+    pub refuse_workgroups_above: Option<u32>,
 }
 
 impl SorterDesc {
@@ -384,9 +387,12 @@ impl Sorter {
             max_bindings: 1,
             pipeline_cache: shared.pipeline_cache.cache,
             shader_int16: shared.info.shader_int16,
+            full_subgroups: shared.info.full_subgroups,
             tuning: desc.tuning,
             #[cfg(feature = "test-hooks")]
             profile: desc.hooks.profile,
+            #[cfg(feature = "test-hooks")]
+            refuse_workgroups_above: desc.hooks.refuse_workgroups_above,
         };
         let mut recorder = SortRecorder::with_info(&shared.device, shared.info.clone(), &recorder_desc)?;
         recorder.shape_capacity_only();

@@ -23,6 +23,9 @@ pub struct Tuning {
     /// Invocations per workgroup of the local kernels (a power of two, capped by the device); by
     /// default a quarter of the tile, at most 512 for 4-byte keys and 1024 for 8-byte keys.
     pub local_workgroup_size: Option<u32>,
+    /// Invocations per workgroup of `global_merge` (a power of two, capped by the device); by
+    /// default 256.
+    pub global_workgroup_size: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1..=5) instead of the default: 3
     /// in small sorts, 5 for 4-byte keys alone in tiles of 8192 or more, else 4.
     pub local_chunk_substages: Option<u32>,
@@ -261,7 +264,14 @@ pub fn geometry(
             reason: "each invocation holds at most 16 values of a tile of at most 65536: take a smaller tile",
         });
     }
-    Ok((Geometry { tile_log2: tile.trailing_zeros(), global_wg: GLOBAL_WG.min(invocations), fused }, local_wg))
+    let global_wg = match tuning.global_workgroup_size {
+        Some(wg) if wg == 0 || !wg.is_power_of_two() => {
+            return invalid("global_workgroup_size", wg, "must be a power of two")
+        }
+        Some(wg) => wg.min(invocations),
+        None => GLOBAL_WG.min(invocations),
+    };
+    Ok((Geometry { tile_log2: tile.trailing_zeros(), global_wg, fused }, local_wg))
 }
 
 /// Sorts of up to this many elements are small: their local chunks take 3 substages, so that a
@@ -514,6 +524,8 @@ pub struct Sizing {
     pub origins: Option<bool>,
     /// The carried runs the knobs ask for, else [`segment_runs`] picks them per sort.
     pub runs: Option<SegmentRuns>,
+    /// `shaderInt16` is offered and enabled.
+    pub int16: bool,
 }
 
 /// What [`Sizing::binding`] decides for a binding: its payload, tiles, chunk and workgroups.
@@ -553,7 +565,18 @@ impl Sizing {
             _ => Some(false),
         };
         let merge_groups = tuning.merge_workgroups.unwrap_or(limits.multiprocessors);
-        Ok(Sizing { tuning, limits, cpu, merge_groups, origins, runs })
+        Ok(Sizing { tuning, limits, cpu, merge_groups, origins, runs, int16 })
+    }
+
+    /// This sizing with workgroups of at most `invocations` (at least one), as if the device's
+    /// `maxComputeWorkGroupInvocations` were that: what `bind` plans again with where the driver
+    /// refuses a pipeline of a larger workgroup. Fails where a knob then asks for what the kernels
+    /// cannot do (tiles of origins need a workgroup of at least a sixteenth of the tile).
+    pub fn with_workgroups_of_at_most(&self, invocations: u32) -> Result<Sizing> {
+        let mut limits = self.limits;
+        limits.max_compute_work_group_invocations = limits.max_compute_work_group_invocations.min(invocations.max(1));
+        limits.max_compute_work_group_size_x = limits.max_compute_work_group_size_x.min(invocations.max(1));
+        Sizing::new(self.tuning, limits, self.cpu, self.int16)
     }
 
     /// The segment tile of a binding of `capacity` where its sorts may take segment passes: from

@@ -361,6 +361,14 @@ fn the_device_profiles_record_counted_and_batched_sorts() {
     }
 }
 
+/// The same sorts where the driver refuses pipelines of more than 16 invocations (a test hook
+/// that refuses them as a small GPU's driver would): every binding, with a GPU-side count and
+/// batched ones included, is planned again with smaller local and global workgroups.
+#[test]
+fn bindings_whose_pipelines_the_driver_refuses_take_smaller_workgroups() {
+    records_sorts(&recorder_desc(|d| d.refuse_workgroups_above = Some(16)));
+}
+
 fn records_sorts(desc: &RecorderDesc) {
     let r = Renderer::new();
     let a = r.alignment();

@@ -2,7 +2,8 @@
 //! spec's minimum limits, a mobile GPU and Apple's through MoltenVK. A smaller limit than the
 //! device reports is always legal to plan for, so lavapipe stands for each class here. Every key
 //! type, keys and pairs, both orders and stable pairs, at lengths past one tile, several tiles,
-//! the windowed merges and the segment passes of each profile's plans.
+//! the windowed merges and the segment passes of each profile's plans. And the tile sort's
+//! subgroup form asking for full subgroups where the device offers them.
 
 mod common;
 use common::*;
@@ -105,4 +106,41 @@ fn a_mobile_gpu_sorts_every_key_type() {
 #[test]
 fn an_apple_gpu_sorts_every_key_type() {
     profile_sorts(DeviceProfile::Apple);
+}
+
+#[test]
+fn the_subgroup_tile_sort_asks_for_full_subgroups_where_its_workgroup_allows() {
+    let info = context().device_info().clone();
+    eprintln!("computeFullSubgroups offered: {}, maxSubgroupSize {}", info.full_subgroups, info.max_subgroup_size);
+    // SMALL tile sorts of keys on 512, 32 and 4 invocations (two elements each, tile = 4 x the
+    // local workgroup), and of pairs on 64.
+    for (tile, pairs) in [(1024, false), (64, false), (8, false), (128, true)] {
+        let desc = sorter_desc(|d| {
+            d.tuning.max_tile = Some(tile);
+            d.tuning.local_workgroup_size = Some(tile / 4);
+        });
+        let mut sorter = Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("tile {tile}: {e}"));
+        let shape = hooks::shape(&sorter, tile as usize, pairs, KeyWidth::Bits32).expect("a shape");
+        let wg = shape.tile / 2;
+        let full = info.full_subgroups && shape.small_tile_sort && wg % info.max_subgroup_size.max(1) == 0;
+        for n in [tile as usize - 1, tile as usize, 3 * tile as usize + 5] {
+            let what = format!("tile {tile}, pairs {pairs}, n = {n}");
+            let input: Vec<u32> = keys(n, n as u64, |k| k as u32);
+            let mut out = input.clone();
+            if pairs {
+                let mut values: Vec<u32> = (0..n as u32).collect();
+                sorter.sort_pairs(&mut out, &mut values, Order::Ascending).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_sorted(&what, &input, Order::Ascending, u32::cmp, &out, Some(&values));
+            } else {
+                sorter.sort(&mut out, Order::Descending).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_sorted(&what, &input, Order::Descending, u32::cmp, &out, None);
+            }
+            if n == tile as usize {
+                let expected: &[&str] = if full { &["tile_sort"] } else { &[] };
+                assert_eq!(hooks::full_subgroup_kernels(&sorter), expected, "{what}: {shape:?}, {wg} invocations");
+            }
+        }
+    }
+    let errors = context().validation_errors();
+    assert!(errors.is_empty(), "validation errors: {errors:?}");
 }

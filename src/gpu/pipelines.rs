@@ -10,7 +10,7 @@ use crate::device::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::network::Pass;
 use crate::segment::Segment;
-use crate::tuning::{small_slots, small_tile_sort, BindingShape, MAX_FUSED};
+use crate::tuning::{small_slots, small_tile_sort, BindingShape, Sizing, MAX_FUSED};
 
 use super::shaders::{chain_module, copy_probe, dispatch_args_module, empty_probe, module};
 
@@ -173,6 +173,14 @@ impl Slot {
             .then_some(Slot::Shaped { dir: pass.push.dir, shape: pass.push.shape })
     }
 
+    /// The knob that sets this kernel's workgroup, for errors.
+    pub fn knob(&self) -> &'static str {
+        match self {
+            Slot::GlobalMerge { .. } => "Tuning::global_workgroup_size (--global-wg)",
+            _ => "Tuning::local_workgroup_size (--local-wg)",
+        }
+    }
+
     /// A name for errors and `examples/kernel_stats.rs`.
     pub fn label(&self, chunk: u32) -> String {
         match *self {
@@ -195,25 +203,26 @@ pub(crate) struct Kernels {
     pipelines: BTreeMap<Slot, vk::Pipeline>,
     /// What they were made for.
     pub key: KernelKey,
-    /// The device's limits (whether the tile sort takes its SMALL build).
-    limits: DeviceLimits,
-    /// The flags every pipeline is created with (empty but for `examples/kernel_stats.rs`).
-    flags: vk::PipelineCreateFlags,
+    /// The sizing they were planned with: the recorder's, or its workgroups capped where the
+    /// driver refused a larger one. Its limits say whether the tile sort takes its SMALL build.
+    pub sizing: Sizing,
+    /// How each pipeline is created.
+    creation: Creation,
     /// Shaped segment passes run on the unoptimised shaped build where no chain module fits
     /// (`Tuning::shaped_segments` = Some(true)), else on chain modules alone.
     every_shape: bool,
 }
 
 impl Kernels {
-    /// Kernels of `key` with no pipeline made yet.
+    /// Kernels of `key`, planned with `sizing`, with no pipeline made yet.
     pub fn new(
         device: &ash::Device,
-        limits: &DeviceLimits,
+        sizing: &Sizing,
         key: KernelKey,
-        flags: vk::PipelineCreateFlags,
+        creation: Creation,
         every_shape: bool,
     ) -> Kernels {
-        Kernels { device: device.clone(), pipelines: BTreeMap::new(), key, limits: *limits, flags, every_shape }
+        Kernels { device: device.clone(), pipelines: BTreeMap::new(), key, sizing: *sizing, creation, every_shape }
     }
 
     /// The local kernels' constants.
@@ -223,11 +232,13 @@ impl Kernels {
 
     /// The SPIR-V and constants of `slot`; None for a shaped slot without a module (its passes
     /// run the plain segment_merge).
-    fn source(&self, slot: Slot) -> Result<Option<(&'static [u32], Constants)>> {
+    fn source(&self, slot: Slot) -> Result<Option<Job>> {
         let BindingShape { payload, geometry, local_wg, chunk } = self.key.shape;
         let width = self.key.width;
         let local = self.local_constants();
         let built = |kind, form| module(kind, payload, width, form).ok_or_else(|| missing(kind, payload, width));
+        let plain =
+            |(code, constants)| Job { code, constants, stage_flags: vk::PipelineShaderStageCreateFlags::empty() };
         Ok(Some(match slot {
             Slot::TileSort { looping: false } => {
                 // The SMALL build runs the tile on its own number of invocations.
@@ -237,21 +248,31 @@ impl Kernels {
                     _ => Form::Small,
                 };
                 match module(PassKind::TileSort, payload, width, small_form)
-                    .filter(|_| small_tile_sort(&self.limits, payload, width, tile, local_wg, chunk))
+                    .filter(|_| small_tile_sort(&self.sizing.limits, payload, width, tile, local_wg, chunk))
                 {
-                    Some(m) => (m.words()?, Constants::new(&self.key, tile / small_slots(payload, tile), chunk)),
-                    None => (required(PassKind::TileSort, payload, width)?, local),
+                    Some(m) => {
+                        let wg = tile / small_slots(payload, tile);
+                        Job {
+                            code: m.words()?,
+                            constants: Constants::new(&self.key, wg, chunk),
+                            stage_flags: self.subgroups(wg),
+                        }
+                    }
+                    None => plain((required(PassKind::TileSort, payload, width)?, local)),
                 }
             }
-            Slot::TileSort { looping: true } => (built(PassKind::TileSort, Form::Looping)?.words()?, local),
+            Slot::TileSort { looping: true } => plain((built(PassKind::TileSort, Form::Looping)?.words()?, local)),
             Slot::LocalMerge { window } => {
-                (required(PassKind::LocalMerge, payload, width)?, local.with(spec::WINDOW, window))
+                plain((required(PassKind::LocalMerge, payload, width)?, local.with(spec::WINDOW, window)))
             }
             Slot::GlobalMerge { fused } => {
-                (required(PassKind::GlobalMerge, payload, width)?, Constants::new(&self.key, geometry.global_wg, fused))
+                let constants = Constants::new(&self.key, geometry.global_wg, fused);
+                plain((required(PassKind::GlobalMerge, payload, width)?, constants))
             }
-            Slot::SegmentMerge { looping: false } => (required(PassKind::SegmentMerge, payload, width)?, local),
-            Slot::SegmentMerge { looping: true } => (built(PassKind::SegmentMerge, Form::Looping)?.words()?, local),
+            Slot::SegmentMerge { looping: false } => plain((required(PassKind::SegmentMerge, payload, width)?, local)),
+            Slot::SegmentMerge { looping: true } => {
+                plain((built(PassKind::SegmentMerge, Form::Looping)?.words()?, local))
+            }
             Slot::Shaped { dir, shape } => {
                 // A shape of more chunks than the shaped build holds runs on the plain build.
                 let Some(constants) = shaped_constants(local, chunk, dir, shape) else { return Ok(None) };
@@ -263,7 +284,7 @@ impl Kernels {
                     },
                     None => return Ok(None),
                 };
-                (code.words()?, constants)
+                plain((code.words()?, constants))
             }
         }))
     }
@@ -274,12 +295,15 @@ impl Kernels {
     }
 
     /// Makes every pipeline of `slots` not made yet, together ([`create_pipelines`]). On an error
-    /// none of them is kept.
+    /// none of them is kept; a pipeline the driver refuses is [`Error::PipelineRefused`], naming
+    /// the kernel (the one of the largest workgroup among those refused) and its workgroup, on
+    /// the device `device_name`.
     pub fn make(
         &mut self,
         slots: impl IntoIterator<Item = Slot>,
         layouts: &Layouts,
         cache: vk::PipelineCache,
+        device_name: &str,
     ) -> Result<()> {
         let mut wanted = Vec::new();
         let mut jobs = Vec::new();
@@ -292,9 +316,48 @@ impl Kernels {
                 jobs.push(job);
             }
         }
-        let made = create_pipelines(&self.device, layouts.pipeline_layout, cache, self.flags, &jobs)?;
-        self.pipelines.extend(wanted.into_iter().zip(made));
-        Ok(())
+        match create_pipelines(&self.device, layouts.pipeline_layout, cache, &self.creation, &jobs) {
+            Ok(made) => {
+                self.pipelines.extend(wanted.into_iter().zip(made));
+                Ok(())
+            }
+            Err(Failure::Error(e)) => Err(e),
+            Err(Failure::Refused { jobs: refused, result }) => {
+                let workgroup = |j: usize| jobs[j].constants.0[spec::WG_SIZE];
+                let slot = refused.iter().copied().max_by_key(|&j| workgroup(j)).map(|j| (wanted[j], workgroup(j)));
+                let (slot, workgroup) = slot.unwrap_or((wanted[0], workgroup(0)));
+                Err(Error::PipelineRefused {
+                    device: device_name.to_owned(),
+                    kernel: slot.label(self.key.shape.chunk),
+                    workgroups: vec![workgroup],
+                    knob: slot.knob(),
+                    result,
+                })
+            }
+        }
+    }
+
+    /// The stage flags of a kernel with subgroup operations (the SMALL tile sort) on workgroups
+    /// of `wg`: full subgroups where the device's computeFullSubgroups is enabled and `wg` is a
+    /// multiple of its maxSubgroupSize, so that a variable-width compiler (Intel's, AMD's) cannot
+    /// leave a partial subgroup and send the kernel down its shared-memory form. The multiple of
+    /// maxSubgroupSize is a multiple of every width the device runs, as the flag needs
+    /// (VUID-VkPipelineShaderStageCreateInfo-flags-02758 and -02759).
+    fn subgroups(&self, wg: u32) -> vk::PipelineShaderStageCreateFlags {
+        match self.creation.full_subgroups {
+            Some(max) if max > 0 && wg % max == 0 => vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS,
+            _ => vk::PipelineShaderStageCreateFlags::empty(),
+        }
+    }
+
+    /// Test hook: the labels of the pipelines made with full subgroups.
+    #[cfg(feature = "test-hooks")]
+    pub fn full_subgroup_labels(&self) -> Vec<String> {
+        self.pipelines
+            .keys()
+            .filter(|slot| self.source(**slot).ok().flatten().is_some_and(|job| !job.stage_flags.is_empty()))
+            .map(|slot| slot.label(self.key.shape.chunk))
+            .collect()
     }
 
     /// The pipeline a pass runs: for a segment pass of one coset per workgroup, its shape's
@@ -327,18 +390,59 @@ fn required(kind: PassKind, payload: Payload, width: KeyWidth) -> Result<&'stati
     module(kind, payload, width, Form::Plain).ok_or_else(|| missing(kind, payload, width))?.words()
 }
 
-/// Creates one compute pipeline per job (SPIR-V and its constants). The driver compiles each
-/// pipeline at creation, so the jobs are spread over the machine's threads, each making its
-/// share in one `vkCreateComputePipelines` call: creation may run concurrently on one device, and
-/// a pipeline cache is internally synchronised unless created externally synchronised (which
-/// [`crate::SortRecorder::new`] rules out). On an error every pipeline made is destroyed.
+/// How a recorder creates its kernels' pipelines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Creation {
+    /// The flags every pipeline is created with (empty but for `examples/kernel_stats.rs`).
+    pub flags: vk::PipelineCreateFlags,
+    /// The device's maxSubgroupSize where its computeFullSubgroups feature is enabled: the
+    /// kernels with subgroup operations then ask for full subgroups where they can.
+    pub full_subgroups: Option<u32>,
+    /// Test hook: pipelines of workgroups of more invocations than this are refused, as a driver
+    /// refuses one (`VK_ERROR_OUT_OF_DEVICE_MEMORY`), the others made; None: none refused.
+    pub refuse_above: Option<u32>,
+}
+
+/// One pipeline to create: the SPIR-V, its constants and its stage's flags.
+#[derive(Clone, Copy)]
+struct Job {
+    code: &'static [u32],
+    constants: Constants,
+    stage_flags: vk::PipelineShaderStageCreateFlags,
+}
+
+/// Why [`create_pipelines`] made nothing.
+enum Failure {
+    /// A shader module could not be made, or the device was lost.
+    Error(Error),
+    /// The driver refused the pipelines of these jobs (every job of its call where it marked
+    /// none), with this result.
+    Refused { jobs: Vec<usize>, result: vk::Result },
+}
+
+impl From<Failure> for Error {
+    fn from(failure: Failure) -> Error {
+        match failure {
+            Failure::Error(e) => e,
+            Failure::Refused { result, .. } => Error::vk("vkCreateComputePipelines")(result),
+        }
+    }
+}
+
+/// Creates one compute pipeline per job. The driver compiles each pipeline at creation, so the
+/// jobs are spread over the machine's threads, each making its share in one
+/// `vkCreateComputePipelines` call: creation may run concurrently on one device, and a pipeline
+/// cache is internally synchronised unless created externally synchronised (which
+/// [`crate::SortRecorder::new`] rules out). On a failure every pipeline made is destroyed. A call
+/// that fails for some of its pipelines leaves theirs null and makes the others (the spec's
+/// rule for multiple pipelines), which says which jobs the driver refused.
 fn create_pipelines(
     device: &ash::Device,
     layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
-    flags: vk::PipelineCreateFlags,
-    jobs: &[(&'static [u32], Constants)],
-) -> Result<Vec<vk::Pipeline>> {
+    creation: &Creation,
+    jobs: &[Job],
+) -> std::result::Result<Vec<vk::Pipeline>, Failure> {
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -350,51 +454,74 @@ fn create_pipelines(
             unsafe { device.destroy_shader_module(*m, None) };
         }
     };
-    for (code, _) in jobs {
-        if modules.iter().any(|(p, _)| *p == code.as_ptr() as usize) {
+    for job in jobs {
+        if modules.iter().any(|(p, _)| *p == job.code.as_ptr() as usize) {
             continue;
         }
-        let info = vk::ShaderModuleCreateInfo::default().code(code);
+        let info = vk::ShaderModuleCreateInfo::default().code(job.code);
         // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
         match unsafe { device.create_shader_module(&info, None) } {
-            Ok(m) => modules.push((code.as_ptr() as usize, m)),
+            Ok(m) => modules.push((job.code.as_ptr() as usize, m)),
             Err(e) => {
                 destroy_modules(&modules);
-                return Err(Error::vk("vkCreateShaderModule")(e));
+                return Err(Failure::Error(Error::vk("vkCreateShaderModule")(e)));
             }
         }
     }
     let module_of = |code: &[u32]| {
         modules.iter().find(|(p, _)| *p == code.as_ptr() as usize).map_or(vk::ShaderModule::null(), |m| m.1)
     };
+    let refused = |j: usize| creation.refuse_above.is_some_and(|most| jobs[j].constants.0[spec::WG_SIZE] > most);
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(jobs.len());
     // Thread t makes jobs t, t + threads, ...: the costly kernels are spread rather than bunched.
     let shares: Vec<Vec<usize>> = (0..threads).map(|t| (t..jobs.len()).step_by(threads).collect()).collect();
     let make_share = |share: &[usize]| -> std::result::Result<Vec<vk::Pipeline>, (Vec<vk::Pipeline>, vk::Result)> {
+        // The test hook's refused jobs are left out of the call and stand as null pipelines.
+        let asked: Vec<usize> = share.iter().copied().filter(|&j| !refused(j)).collect();
         let entries: Vec<vk::SpecializationMapEntry> = (0..spec::COUNT as u32)
             .map(|id| vk::SpecializationMapEntry { constant_id: id, offset: id * 4, size: 4 })
             .collect();
-        let specializations: Vec<vk::SpecializationInfo<'_>> = share
+        let specializations: Vec<vk::SpecializationInfo<'_>> = asked
             .iter()
-            .map(|&j| vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(&jobs[j].1 .0)))
+            .map(|&j| {
+                vk::SpecializationInfo::default().map_entries(&entries).data(bytemuck::cast_slice(&jobs[j].constants.0))
+            })
             .collect();
-        let infos: Vec<vk::ComputePipelineCreateInfo<'_>> = share
+        let infos: Vec<vk::ComputePipelineCreateInfo<'_>> = asked
             .iter()
             .zip(&specializations)
             .map(|(&j, specialization)| {
                 let stage = vk::PipelineShaderStageCreateInfo::default()
+                    .flags(jobs[j].stage_flags)
                     .stage(vk::ShaderStageFlags::COMPUTE)
-                    .module(module_of(jobs[j].0))
+                    .module(module_of(jobs[j].code))
                     .name(c"main")
                     .specialization_info(specialization);
-                vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout).flags(flags)
+                vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout).flags(creation.flags)
             })
             .collect();
-        // SAFETY: the modules and layout are live objects of `device`, the cache is null or a
-        // live, internally synchronised cache of `device`; each specialization's data holds the
-        // u32 constants its map entries describe, constant i at byte 4 i (booleans as 0 or 1, a
-        // VkBool32's size); a kernel without constant i ignores its entry.
-        unsafe { device.create_compute_pipelines(cache, &infos, None) }
+        let result = if infos.is_empty() {
+            Ok(Vec::new())
+        } else {
+            // SAFETY: the modules and layout are live objects of `device`, the cache is null or a
+            // live, internally synchronised cache of `device`; each specialization's data holds
+            // the u32 constants its map entries describe, constant i at byte 4 i (booleans as 0
+            // or 1, a VkBool32's size); a kernel without constant i ignores its entry. A stage
+            // asks for full subgroups only where the device's computeFullSubgroups is enabled and
+            // the workgroup is a multiple of maxSubgroupSize (`Kernels::subgroups`).
+            unsafe { device.create_compute_pipelines(cache, &infos, None) }
+        };
+        if asked.len() == share.len() {
+            return result;
+        }
+        let (made, outcome) = match result {
+            Ok(made) => (made, vk::Result::ERROR_OUT_OF_DEVICE_MEMORY),
+            Err((made, e)) => (made, e),
+        };
+        let mut made = made.into_iter();
+        let whole =
+            share.iter().map(|&j| if refused(j) { vk::Pipeline::null() } else { made.next().unwrap_or_default() });
+        Err((whole.collect(), outcome))
     };
     let results: Vec<_> = if threads == 1 {
         vec![make_share(&shares[0])]
@@ -416,12 +543,22 @@ fn create_pipelines(
     };
     destroy_modules(&modules);
     let mut made = vec![vk::Pipeline::null(); jobs.len()];
-    let mut failure = None;
+    let mut failure: Option<(vk::Result, Vec<usize>)> = None;
     for (share, result) in shares.iter().zip(results) {
         let pipelines = match result {
             Ok(p) => p,
             Err((p, e)) => {
-                failure.get_or_insert(e);
+                // The jobs of this call left null; all of them where it marked none.
+                let mut nulls: Vec<usize> =
+                    share.iter().zip(&p).filter(|(_, p)| **p == vk::Pipeline::null()).map(|(&j, _)| j).collect();
+                if nulls.is_empty() || p.len() < share.len() {
+                    nulls = share.clone();
+                }
+                let (result, jobs) = failure.get_or_insert((e, Vec::new()));
+                if *result != vk::Result::ERROR_DEVICE_LOST {
+                    *result = e;
+                }
+                jobs.extend(nulls);
                 p
             }
         };
@@ -429,13 +566,16 @@ fn create_pipelines(
             made[j] = p;
         }
     }
-    if let Some(e) = failure {
+    if let Some((result, jobs)) = failure {
         for p in made {
             // SAFETY: any pipeline that was created is destroyed before it was ever used (null is
             // ignored).
             unsafe { device.destroy_pipeline(p, None) };
         }
-        return Err(Error::vk("vkCreateComputePipelines")(e));
+        return Err(match result {
+            vk::Result::ERROR_DEVICE_LOST => Failure::Error(Error::vk("vkCreateComputePipelines")(result)),
+            result => Failure::Refused { jobs, result },
+        });
     }
     Ok(made)
 }
@@ -445,11 +585,11 @@ fn create_pipeline(
     device: &ash::Device,
     layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
-    flags: vk::PipelineCreateFlags,
     code: &'static [u32],
     constants: &Constants,
 ) -> Result<vk::Pipeline> {
-    Ok(create_pipelines(device, layout, cache, flags, &[(code, *constants)])?[0])
+    let job = Job { code, constants: *constants, stage_flags: vk::PipelineShaderStageCreateFlags::empty() };
+    Ok(create_pipelines(device, layout, cache, &Creation::default(), &[job])?[0])
 }
 
 impl Drop for Kernels {
@@ -483,9 +623,8 @@ impl Probes {
         let null = vk::PipelineCache::null();
         let mut constants = Constants([0; spec::COUNT]);
         constants.0[spec::WG_SIZE] = copy_wg;
-        let none = vk::PipelineCreateFlags::empty();
-        probes.copy = create_pipeline(device, layouts.pipeline_layout, null, none, copy_probe()?, &constants)?;
-        probes.empty = create_pipeline(device, layouts.pipeline_layout, null, none, empty_probe()?, &constants)?;
+        probes.copy = create_pipeline(device, layouts.pipeline_layout, null, copy_probe()?, &constants)?;
+        probes.empty = create_pipeline(device, layouts.pipeline_layout, null, empty_probe()?, &constants)?;
         Ok(probes)
     }
 }
@@ -511,9 +650,7 @@ pub(crate) struct ArgsKernel {
 impl ArgsKernel {
     pub fn new(device: &ash::Device, layouts: &Layouts, cache: vk::PipelineCache) -> Result<ArgsKernel> {
         let constants = Constants([0; spec::COUNT]);
-        let none = vk::PipelineCreateFlags::empty();
-        let pipeline =
-            create_pipeline(device, layouts.pipeline_layout, cache, none, dispatch_args_module()?, &constants)?;
+        let pipeline = create_pipeline(device, layouts.pipeline_layout, cache, dispatch_args_module()?, &constants)?;
         Ok(ArgsKernel { device: device.clone(), pipeline })
     }
 }

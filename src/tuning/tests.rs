@@ -259,3 +259,52 @@ fn tiles_beyond_the_shared_memory_any_device_has_run_are_opt_in() {
     assert_eq!(tile(48 << 10, Some(MAX_TILE)), 8192);
     assert_eq!(tile(16 << 10, None), 4096);
 }
+
+#[test]
+fn the_global_workgroup_knob_is_a_power_of_two_capped_by_the_device() {
+    let limits = DeviceLimits::for_tests(48 << 10, 0);
+    let global = |wg| {
+        let tuning = Tuning { global_workgroup_size: wg, ..Tuning::default() };
+        geometry(&limits, Payload::Keys, KeyWidth::Bits32, &tuning, false).map(|(g, _)| g.global_wg)
+    };
+    assert_eq!(global(None).ok(), Some(GLOBAL_WG));
+    assert_eq!(global(Some(64)).ok(), Some(64));
+    assert_eq!(global(Some(4096)).ok(), Some(1024), "capped by the device's 1 024 invocations");
+    for bad in [0, 96] {
+        let err = global(Some(bad)).expect_err("not a power of two").to_string();
+        assert!(err.contains("global_workgroup_size"), "{err}");
+    }
+}
+
+/// What `bind` plans again with where the driver refuses a pipeline: every workgroup of the
+/// binding within the limit, the tile (the capacity's) kept, and the SMALL tile sort given up
+/// where its workgroup would exceed it.
+#[test]
+fn a_sizing_capped_at_a_workgroup_size_plans_every_kernel_within_it() {
+    let limits = DeviceLimits::for_tests(48 << 10, 0);
+    let tuning = Tuning { local_workgroup_size: Some(1024), ..Tuning::default() };
+    let sizing = Sizing::new(tuning, limits, false, true).expect("a valid sizing");
+    for (payload, width) in
+        [(Payload::Keys, KeyWidth::Bits32), (Payload::Pairs, KeyWidth::Bits32), (Payload::Pairs, KeyWidth::Bits64)]
+    {
+        for capacity in [1000, 5000, 1 << 20] {
+            let first = sizing.binding(payload, width, capacity, false).expect("a shape");
+            for cap in [512, 128, 16, 1] {
+                let capped = sizing.with_workgroups_of_at_most(cap).expect("a capped sizing");
+                let shape = capped.binding(payload, width, capacity, false).expect("a capped shape");
+                let what = format!("{payload:?} {width:?}, capacity {capacity}, cap {cap}: {shape:?}");
+                assert_eq!(shape.geometry.tile(), first.geometry.tile(), "{what}");
+                assert!(shape.local_wg <= cap && shape.geometry.global_wg <= cap, "{what}");
+                let tile = shape.geometry.tile();
+                if small_tile_sort(&capped.limits, payload, width, tile, shape.local_wg, shape.chunk) {
+                    assert!(tile / small_slots(payload, tile) <= cap, "{what}");
+                }
+            }
+        }
+    }
+    // Tiles of origins need a sixteenth of the tile per workgroup: asked for always, a cap below
+    // that is refused rather than planned.
+    let origins = Sizing::new(Tuning { tile_origins: Some(true), ..Tuning::default() }, limits, false, true)
+        .expect("origins fit");
+    assert!(origins.with_workgroups_of_at_most(1).is_err());
+}

@@ -57,6 +57,9 @@ pub struct TuningArgs {
     /// tile, at most 512 with 4-byte keys and 1024 with 8-byte keys).
     #[arg(long, value_name = "N")]
     local_wg: Option<u32>,
+    /// Invocations per workgroup of the global merges (a power of two; default 256).
+    #[arg(long, value_name = "N")]
+    global_wg: Option<u32>,
     /// Substages per shared-memory chunk of the local kernels (1 to 5; default 3 in small sorts
     /// and for 4-byte keys alone in segment tiles of 2048, 5 for 4-byte keys alone in tiles of
     /// 8192 or more, else 4).
@@ -95,6 +98,7 @@ impl TuningArgs {
         t.max_tile = self.max_tile;
         t.max_fused_substages = self.max_fused;
         t.local_workgroup_size = self.local_wg;
+        t.global_workgroup_size = self.global_wg;
         t.local_chunk_substages = self.local_chunk;
         t.merge_workgroups = self.merge_groups;
         t.segment_merges = self.segments;
