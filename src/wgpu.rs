@@ -309,7 +309,7 @@ impl WgpuSorter {
         kind: KeyKind,
         order: Order,
     ) -> Result<::wgpu::CommandBuffer> {
-        self.encode(binding, n, 1, kind, order, &Extras::default()).map(|(cmd, _)| cmd)
+        self.encode(binding, n, 1, kind, order, &Extras::default(), |_| {}).map(|(cmd, _)| cmd)
     }
 
     /// `batches` arrays of `n` elements side by side, sorted each on its own, as
@@ -321,7 +321,7 @@ impl WgpuSorter {
         batches: u32,
         order: Order,
     ) -> Result<::wgpu::CommandBuffer> {
-        self.encode(binding, n, batches, K::KIND, order, &Extras::default()).map(|(cmd, _)| cmd)
+        self.encode(binding, n, batches, K::KIND, order, &Extras::default(), |_| {}).map(|(cmd, _)| cmd)
     }
 
     /// [`WgpuSorter::record_kind`] with a timestamp before the sort and after each pass (as
@@ -366,7 +366,7 @@ impl WgpuSorter {
                 self.raw.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool, timed.first);
             }
         };
-        let (cmd, _) = self.encode_with(binding, n, 1, kind, order, &extras, before)?;
+        let (cmd, _) = self.encode(binding, n, 1, kind, order, &extras, before)?;
         Ok((cmd, timed))
     }
 
@@ -408,22 +408,10 @@ impl WgpuSorter {
         self.recorder.passes(&binding.inner, n, kind, order)
     }
 
-    fn encode(
-        &self,
-        binding: &WgpuBinding,
-        n: u32,
-        batches: u32,
-        kind: KeyKind,
-        order: Order,
-        extras: &Extras<'_>,
-    ) -> Result<(::wgpu::CommandBuffer, Recorded)> {
-        self.encode_with(binding, n, batches, kind, order, extras, |_| {})
-    }
-
     /// Plans the sort (so that a bad request fails before anything is recorded), then records
     /// `before` and the sort between the two barriers of the Contract into a new encoder.
     #[allow(clippy::too_many_arguments)]
-    fn encode_with(
+    fn encode(
         &self,
         binding: &WgpuBinding,
         n: u32,
