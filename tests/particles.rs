@@ -14,7 +14,7 @@ mod scene;
 #[allow(dead_code)]
 mod render;
 
-use render::{Gpu, GpuDesc, Readback, RenderDesc, Renderer};
+use render::{FrameRenderer, Gpu, GpuDesc, Readback, RenderDesc, Renderer};
 
 /// Renders `frames` frames of a scene and checks each; returns the number of sprites drawn.
 fn render_and_check(gpu: &Gpu, desc: RenderDesc, frames: &[u32]) -> Vec<u32> {
