@@ -1,5 +1,6 @@
-//! The command line: its arguments, the frame loop, the checks against
-//! `scene.rs`, the timings and the PNG. `main.rs` calls [`main`].
+//! The command line: its arguments, the frame loop over either renderer, the checks against
+//! `scene.rs`, the timings and the PNG. `main.rs` calls [`main`]; `tests/particles.rs` calls
+//! [`run`] with arguments of its own.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -11,11 +12,16 @@ use clap::Parser;
 use crate::render::{BadRequest, FrameRenderer, Gpu, GpuDesc, Readback, RenderDesc, Renderer, ValidationLog};
 use crate::scene;
 use crate::sink::{self, Sink};
+use crate::wgpu_render::{WgpuGpu, WgpuRenderer};
 
 /// Particles sorted back to front on the GPU and drawn as alpha-blended sprites, headless.
 #[derive(Parser, Debug)]
 #[command(name = "particles")]
 pub struct Args {
+    /// Which API draws the frame: ash (the example's own Vulkan objects) or wgpu (wgpu's
+    /// Vulkan backend, the sort through `bitonic_vk::wgpu::WgpuSorter`).
+    #[arg(long, value_enum, default_value_t = Api::Ash)]
+    renderer: Api,
     /// Write the last frame here as PNG: a regular file (or a link to one) through a temporary
     /// file beside it, renamed into place once complete; a device or a FIFO in place.
     #[arg(long)]
@@ -57,9 +63,16 @@ pub struct Args {
     #[arg(long)]
     validation: bool,
     /// The device: an index or part of a name (default: BITONIC_VK_DEVICE, else the first
-    /// discrete GPU, integrated, virtual, CPU).
+    /// discrete GPU, integrated, virtual, CPU). The ash renderer only.
     #[arg(long)]
     device: Option<String>,
+}
+
+/// The renderers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Api {
+    Ash,
+    Wgpu,
 }
 
 fn parse_zoom(s: &str) -> Result<f32, String> {
@@ -165,11 +178,25 @@ pub fn run(args: &Args) -> Result<()> {
         tile_origins: args.tile_origins,
         pass_times: args.pass_times,
     };
-    // The renderer, then the device and instance, are dropped before the log is read.
-    let (log, result) = {
-        let gpu = Gpu::new(&GpuDesc { validation: args.validation, device: args.device.clone() })?;
-        let result = Renderer::new(&gpu, desc).and_then(|mut r| render_frames(args, &gpu.name, &mut r, output));
-        (gpu.validation_log(), result)
+    // Each arm drops its renderer, then its device and instance, before the log is read.
+    let (log, result) = match args.renderer {
+        Api::Ash => {
+            let gpu = Gpu::new(&GpuDesc { validation: args.validation, device: args.device.clone() })?;
+            let result = Renderer::new(&gpu, desc).and_then(|mut r| render_frames(args, &gpu.name, &mut r, output));
+            (gpu.validation_log(), result)
+        }
+        Api::Wgpu => {
+            if let Some(device) = &args.device {
+                return Err(BadArgument(format!(
+                    "--device {device}: the wgpu renderer takes wgpu's default Vulkan adapter; \
+                     choose a device with --renderer ash"
+                ))
+                .into());
+            }
+            let gpu = WgpuGpu::new(args.validation)?;
+            let result = WgpuRenderer::new(&gpu, desc).and_then(|mut r| render_frames(args, &gpu.name, &mut r, output));
+            (gpu.validation_log(), result)
+        }
     };
     report_validation(args.validation, &log, result)
 }

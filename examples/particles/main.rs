@@ -5,7 +5,7 @@
 //! frame is written as PNG.
 //!
 //! ```sh
-//! cargo run --release --example particles -- --out frame.png [--count N] [--frames N]
+//! cargo run --release --example particles -- --out frame.png [--renderer ash|wgpu] [--count N] [--frames N]
 //!     [--warmup N] [--size WxH] [--seed S] [--half] [--zoom Z] [--tile-origins on|off] [--pass-times]
 //!     [--check] [--validation] [--device INDEX|NAME]
 //! ```
@@ -13,7 +13,8 @@
 //! It prints each part's GPU time per frame (timestamps: depth pass, sort, draw), medians over
 //! the frames; `--pass-times` adds each of the sort's passes (`SortRecorder::record_timed`).
 //! `--check` reads back every frame's sorted keys and indices and its image, and
-//! compares them with the CPU's (see `scene.rs`).
+//! compares them with the CPU's (see `scene.rs`). `--renderer wgpu` draws the same frame through
+//! wgpu's Vulkan backend (`wgpu_render.rs`), the sort through `bitonic_vk::wgpu::WgpuSorter`.
 
 mod cli;
 mod render;
@@ -22,6 +23,7 @@ mod scene;
 #[path = "../../src/bin/bitonic-vk/sink.rs"]
 #[allow(dead_code)]
 mod sink;
+mod wgpu_render;
 
 fn main() -> std::process::ExitCode {
     cli::main()
