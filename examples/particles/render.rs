@@ -32,8 +32,9 @@ const DEPTH_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/particles/dep
 const SPRITE_VERT_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/particles/sprite.vert.spv"));
 const SPRITE_FRAG_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/particles/sprite.frag.spv"));
 
-/// Invocations per workgroup of `depth.comp`.
-const DEPTH_GROUP: u32 = 256;
+/// Invocations per workgroup of the depth pass (`depth.comp`, and `particles.wgsl` through an
+/// override).
+pub const DEPTH_GROUP: u32 = 256;
 /// The frame's timestamps: after the count is zeroed, after the depth pass, after the sort, after
 /// the draw.
 const FRAME_QUERIES: u32 = 4;
@@ -374,24 +375,32 @@ const REGION_ALIGNMENT: u64 = 256;
 /// Where things sit in the one buffer the depth pass, the sort and the draw share: the indirect
 /// draw command (whose instance count is the GPU-side count), the keys and the indices, each at a
 /// non-zero offset aligned to `minStorageBufferOffsetAlignment` and to [`REGION_ALIGNMENT`].
+/// The wgpu renderer lays its buffer out the same way.
 #[derive(Clone, Copy, Debug)]
-struct SortLayout {
+pub struct SortLayout {
     /// The count: `instanceCount` of the indirect command at `count - 4`.
-    count: u64,
-    keys: u64,
-    values: u64,
-    total: u64,
+    pub count: u64,
+    /// The keys (f32 depths).
+    pub keys: u64,
+    /// The values (u32 particle indices).
+    pub values: u64,
+    /// The buffer's size.
+    pub total: u64,
 }
 
 impl SortLayout {
-    fn new(n: u32, alignment: u64) -> SortLayout {
+    /// The layout for `n` particles, each region aligned to `alignment` (the device's
+    /// `minStorageBufferOffsetAlignment`) and to [`REGION_ALIGNMENT`].
+    pub fn new(n: u32, alignment: u64) -> SortLayout {
+        let alignment = alignment.max(REGION_ALIGNMENT);
         let align = |x: u64| x.div_ceil(alignment) * alignment;
         let count = align(16);
         let keys = align(count + 12);
         let values = align(keys + 4 * u64::from(n));
         SortLayout { count, keys, values, total: values + 4 * u64::from(n) }
     }
-    fn indirect(&self) -> u64 {
+    /// The indirect draw command (4 u32s), whose `instanceCount` is the count.
+    pub fn indirect(&self) -> u64 {
         self.count - 4
     }
 }
@@ -431,6 +440,39 @@ pub struct Frame {
     pub image: Option<Vec<[f32; 4]>>,
     /// The first `count` sorted keys and indices, if read back.
     pub sorted: Option<(Vec<f32>, Vec<u32>)>,
+}
+
+/// What the frame loop (`cli.rs`) needs of a renderer, whichever API draws the frame.
+pub trait FrameRenderer {
+    /// Renders frame `index` (its camera), waits for it, and reads back what `readback` asks
+    /// for, plus the count.
+    fn render_frame(&mut self, index: u32, readback: Readback) -> Result<Frame>;
+    /// The particles, as generated on the CPU and uploaded.
+    fn particles(&self) -> &[Particle];
+    /// How the colour attachment rounds a blend.
+    fn precision(&self) -> Precision;
+    /// Whether the sort holds its pairs in tiles of 16-bit origins.
+    fn tile_origins(&self) -> bool;
+    /// The colour attachment's format, for the report.
+    fn format_name(&self) -> String;
+}
+
+impl FrameRenderer for Renderer<'_> {
+    fn render_frame(&mut self, index: u32, readback: Readback) -> Result<Frame> {
+        self.render(index, readback)
+    }
+    fn particles(&self) -> &[Particle] {
+        &self.particles
+    }
+    fn precision(&self) -> Precision {
+        self.precision
+    }
+    fn tile_origins(&self) -> bool {
+        self.binding.as_ref().is_some_and(SortBinding::tile_origins)
+    }
+    fn format_name(&self) -> String {
+        format!("{:?}", self.format)
+    }
 }
 
 /// Every object of the renderer. Handles start null, so that a renderer whose construction fails
@@ -514,7 +556,7 @@ impl<'g> Renderer<'g> {
             .into());
         }
         let (format, precision) = pick_format(gpu, desc.half)?;
-        let alignment = limits.min_storage_buffer_offset_alignment.max(REGION_ALIGNMENT);
+        let alignment = limits.min_storage_buffer_offset_alignment;
         let mut r = Renderer {
             gpu,
             desc,
@@ -552,28 +594,6 @@ impl<'g> Renderer<'g> {
         r.create_commands()?;
         r.upload()?;
         Ok(r)
-    }
-
-    /// The particles, as generated on the CPU and uploaded.
-    pub fn particles(&self) -> &[Particle] {
-        &self.particles
-    }
-
-    /// Whether the sort holds its pairs in tiles of 16-bit origins (`SortBinding::tile_origins`).
-    pub fn tile_origins(&self) -> bool {
-        self.binding.as_ref().is_some_and(SortBinding::tile_origins)
-    }
-
-    /// The image's format, for the report.
-    pub fn format(&self) -> vk::Format {
-        self.format
-    }
-
-    fn texel_bytes(&self) -> u64 {
-        match self.precision {
-            Precision::F32 => 16,
-            Precision::F16 => 8,
-        }
     }
 
     fn buffer(&self, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Result<Buffer> {
@@ -634,7 +654,7 @@ impl<'g> Renderer<'g> {
             U::STORAGE_BUFFER | U::INDIRECT_BUFFER | U::TRANSFER_SRC | U::TRANSFER_DST,
             false,
         )?;
-        let image_bytes = u64::from(self.desc.width) * u64::from(self.desc.height) * self.texel_bytes();
+        let image_bytes = u64::from(self.desc.width) * u64::from(self.desc.height) * texel_bytes(self.precision);
         self.readback_sorted = image_bytes.div_ceil(16) * 16;
         self.readback = self.buffer(self.readback_sorted + self.layout.total, U::TRANSFER_DST, true)?;
         Ok(())
@@ -1244,22 +1264,26 @@ impl<'g> Renderer<'g> {
 
     fn read_image(&self) -> Vec<[f32; 4]> {
         let pixels = self.desc.width as usize * self.desc.height as usize;
-        match self.precision {
-            Precision::F32 => {
-                let words = self.read_u32s(0, pixels * 4);
-                words.chunks_exact(4).map(|p| [0, 1, 2, 3].map(|c| f32::from_bits(p[c]))).collect()
-            }
-            Precision::F16 => {
-                let words = self.read_u32s(0, pixels * 2);
-                words
-                    .chunks_exact(2)
-                    .map(|p| {
-                        let h = [p[0] as u16, (p[0] >> 16) as u16, p[1] as u16, (p[1] >> 16) as u16];
-                        h.map(scene::f16_to_f32)
-                    })
-                    .collect()
-            }
-        }
+        texels(&self.read_u32s(0, pixels * texel_bytes(self.precision) as usize / 4), self.precision)
+    }
+}
+
+/// Bytes per texel of an attachment of this precision.
+pub fn texel_bytes(precision: Precision) -> u64 {
+    match precision {
+        Precision::F32 => 16,
+        Precision::F16 => 8,
+    }
+}
+
+/// The RGBA texels of an image read back as u32 words (4 a texel in RGBA32F, 2 in RGBA16F).
+pub fn texels(words: &[u32], precision: Precision) -> Vec<[f32; 4]> {
+    match precision {
+        Precision::F32 => words.chunks_exact(4).map(|p| [0, 1, 2, 3].map(|c| f32::from_bits(p[c]))).collect(),
+        Precision::F16 => words
+            .chunks_exact(2)
+            .map(|p| [p[0] as u16, (p[0] >> 16) as u16, p[1] as u16, (p[1] >> 16) as u16].map(scene::f16_to_f32))
+            .collect(),
     }
 }
 
