@@ -20,7 +20,7 @@ const FILL: &str = r"
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    let i = id.x;
+    let i = id.y * 2097152u + id.x;
     if (i >= arrayLength(&keys)) { return; }
     var h = i * 747796405u + 2891336453u;
     h = ((h >> ((h >> 28u) + 4u)) ^ h) * 277803737u;
@@ -86,7 +86,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut pass = encoder.begin_compute_pass(&Default::default());
         pass.set_pipeline(&fill);
         pass.set_bind_group(0, &group, &[]);
-        pass.dispatch_workgroups(n.div_ceil(64), 1, 1);
+        // Rows of 32 768 workgroups of 64: wgpu allows 65 535 workgroups a dimension.
+        let groups = n.div_ceil(64);
+        pass.dispatch_workgroups(groups.min(32_768), groups.div_ceil(32_768), 1);
     }
     let filled = encoder.finish();
 

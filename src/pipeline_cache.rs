@@ -121,7 +121,11 @@ pub(crate) fn save(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let folder = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(folder)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Two caches of one device may be saved at once in one process (two contexts, or a context
+    // and a wgpu sorter): each writes its own temporary file.
+    static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let save = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = folder.join(format!(".{name}.{}.{save}.tmp", std::process::id()));
     let written = std::fs::write(&temporary, data).and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);

@@ -144,6 +144,8 @@ struct Timestamps {
     /// How many times the ring wrapped: a [`TimedSort`] of an earlier lap may be overwritten.
     lap: u64,
     period_ns: f64,
+    /// The queue family's valid timestamp bits: a counter that wraps between two timestamps.
+    mask: u64,
 }
 
 static NEXT_SORTER: AtomicU32 = AtomicU32::new(1);
@@ -172,7 +174,9 @@ impl WgpuSorter {
     ///
     /// # Safety
     /// - Every command buffer this sorter returns is submitted to `device`'s queue, or dropped,
-    ///   before the binding it was recorded with is rebound and before the sorter is dropped.
+    ///   before the binding it was recorded with is rebound and before the sorter is dropped; one
+    ///   from [`WgpuSorter::record_timed`] is submitted before its [`TimedSort`] is read (its
+    ///   queries are reset by that command buffer alone).
     /// - Every buffer bound belongs to `device`, and is not destroyed (`Buffer::destroy`) while
     ///   it is bound.
     pub unsafe fn new(device: &::wgpu::Device, desc: &WgpuSorterDesc) -> Result<WgpuSorter> {
@@ -245,7 +249,8 @@ impl WgpuSorter {
                 // SAFETY: `raw` is the live device; the pool is destroyed in Drop.
                 let pool = unsafe { raw.create_query_pool(&info, None) }.map_err(Error::vk("vkCreateQueryPool"))?;
                 let period_ns = f64::from(recorder.device_info().limits.timestamp_period);
-                Some(Timestamps { pool, queries, next: 0, lap: 0, period_ns })
+                let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+                Some(Timestamps { pool, queries, next: 0, lap: 0, period_ns, mask })
             }
         })
     }
@@ -273,7 +278,10 @@ impl WgpuSorter {
     }
 
     /// Binds keys (and values, and a GPU-side count) as [`SortRecorder::bind`] does, after
-    /// checking each buffer's `STORAGE` usage: the checks, errors and pipelines are the same.
+    /// checking each buffer's usage (`STORAGE`, not mappable): the checks, errors and pipelines
+    /// are the same. A binding keeps its descriptor set and its buffers until the sorter drops,
+    /// whether or not the `WgpuBinding` is dropped: to point it at other buffers (a resize),
+    /// [`WgpuSorter::rebind`] it rather than bind again.
     pub fn bind(&mut self, desc: &WgpuBindDesc<'_>) -> Result<WgpuBinding> {
         let (raw_desc, buffers) = self.raw_desc(desc)?;
         let inner = self.recorder.bind(&raw_desc)?;
@@ -363,7 +371,9 @@ impl WgpuSorter {
             // in `new`).
             unsafe {
                 self.raw.cmd_reset_query_pool(cmd, pool, timed.first, passes + 1);
-                self.raw.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool, timed.first);
+                // BOTTOM_OF_PIPE: written once every earlier command has finished, so the first
+                // pass's time does not include waiting for the work before the sort.
+                self.raw.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, timed.first);
             }
         };
         let (cmd, _) = self.encode(binding, n, 1, kind, order, &extras, before)?;
@@ -375,7 +385,14 @@ impl WgpuSorter {
     /// `None` while its timestamps are not all written.
     pub fn pass_times(&self, timed: &TimedSort) -> Result<Option<Vec<Duration>>> {
         let ts = match &self.timestamps {
-            Some(ts) if timed.sorter == self.id && timed.lap + 1 >= ts.lap => ts,
+            // Its queries are its own until the ring comes round to them again: this lap, or the
+            // last one where the ring has not yet reached them.
+            Some(ts)
+                if timed.sorter == self.id
+                    && (timed.lap == ts.lap || (timed.lap + 1 == ts.lap && timed.first >= ts.next)) =>
+            {
+                ts
+            }
             _ => {
                 return Err(Error::InvalidOption {
                     name: "timed",
@@ -385,8 +402,9 @@ impl WgpuSorter {
             }
         };
         let mut ticks = vec![0u64; timed.passes as usize + 1];
-        // SAFETY: the queries are within the pool (checked at record_timed); without WAIT the
-        // call returns NOT_READY rather than block on a sort never submitted.
+        // SAFETY: the queries are within the pool (checked at record_timed), and were reset by the
+        // sort's command buffer, submitted by `new`'s contract; without WAIT the call returns
+        // NOT_READY while the sort has not run rather than block.
         let got =
             unsafe { self.raw.get_query_pool_results(ts.pool, timed.first, &mut ticks, vk::QueryResultFlags::TYPE_64) };
         match got {
@@ -397,7 +415,7 @@ impl WgpuSorter {
         Ok(Some(
             ticks
                 .windows(2)
-                .map(|w| Duration::from_nanos((w[1].wrapping_sub(w[0]) as f64 * ts.period_ns) as u64))
+                .map(|w| Duration::from_nanos(((w[1].wrapping_sub(w[0]) & ts.mask) as f64 * ts.period_ns) as u64))
                 .collect(),
         ))
     }
@@ -426,10 +444,9 @@ impl WgpuSorter {
         let mut encoder =
             self.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("bitonic-vk sort") });
         let record = |hal: Option<&mut <Vulkan as ::wgpu::hal::Api>::CommandEncoder>| -> Result<()> {
-            let hal = hal.ok_or(Error::Unsupported {
-                what: "record the sort: wgpu gave no Vulkan encoder",
-                fix: "check that the device is valid and runs on the Vulkan backend",
-            })?;
+            // The backend was checked in `new`: wgpu gives no encoder for an invalid one, as after
+            // the device was lost or destroyed.
+            let hal = hal.ok_or(Error::DeviceLost { call: "wgpu::CommandEncoder::as_hal_mut" })?;
             // SAFETY: the encoder is open (wgpu began it for `as_hal_mut`); its command buffer is
             // only recorded into here, never ended.
             let cmd = unsafe { hal.raw_handle() };
@@ -473,6 +490,15 @@ impl WgpuSorter {
         let mut held = Vec::new();
         let mut region = |what: &'static str, slice: ::wgpu::BufferSlice<'_>| -> Result<BufferRegion> {
             let buffer = slice.buffer();
+            // wgpu maps a buffer once the work it tracked is done, and it never sees the sort.
+            if buffer.usage().intersects(::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::MAP_WRITE) {
+                return Err(Error::InvalidOption {
+                    name: what,
+                    value: format!("a buffer of usage {:?}", buffer.usage()),
+                    reason: "a bound buffer may not be mappable (wgpu could map it while a sort writes it): \
+                             copy to a MAP_READ buffer after the sort instead",
+                });
+            }
             if !buffer.usage().contains(::wgpu::BufferUsages::STORAGE) {
                 return Err(Error::InvalidOption {
                     name: what,
@@ -487,9 +513,10 @@ impl WgpuSorter {
                     // SAFETY: as above.
                     unsafe { b.raw_handle() }
                 })
-                .ok_or(Error::Unsupported {
-                    what: "bind this buffer: it is not a Vulkan buffer",
-                    fix: "bind buffers of the device the sorter was made on",
+                .ok_or(Error::InvalidOption {
+                    name: what,
+                    value: "a destroyed buffer".into(),
+                    reason: "bind a live buffer of the device the sorter was made on",
                 })?;
             held.push(buffer.clone());
             Ok(BufferRegion { buffer: raw, offset: slice.offset(), size: slice.size() })

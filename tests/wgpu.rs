@@ -67,7 +67,7 @@ struct Params { words: u32, count: u32 }
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    let i = id.y * 4194304u + id.x;
+    let i = id.y * 2097152u + id.x;
     if (i < params.words) { dst[i] = src[i]; }
     if (i == 0u) { count[0] = params.count; }
 }
@@ -111,6 +111,11 @@ impl Gpu {
         unsafe { WgpuSorter::new(&self.device, desc) }.expect("a sorter")
     }
 
+    /// A sorter of `desc` that keeps no pipeline cache file.
+    fn sorter_without_cache(&self, desc: WgpuSorterDesc) -> WgpuSorter {
+        self.sorter(&WgpuSorterDesc { pipeline_cache: PipelineCacheDir::Off, ..desc })
+    }
+
     fn buffer(&self, bytes: u64) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -150,7 +155,8 @@ impl Gpu {
             pass.set_pipeline(&self.fill);
             pass.set_bind_group(0, &group, &[]);
             let groups = (words.len() as u32).div_ceil(64);
-            pass.dispatch_workgroups(groups.min(65_536), groups.div_ceil(65_536), 1);
+            // Rows of 32 768 workgroups: wgpu allows 65 535 a dimension.
+            pass.dispatch_workgroups(groups.min(32_768), groups.div_ceil(32_768), 1);
         }
         encoder.finish()
     }
@@ -247,7 +253,7 @@ impl Region {
 #[test]
 fn every_key_type_keys_and_pairs_both_orders_in_one_submission() {
     let gpu = Gpu::new();
-    let mut sorter = gpu.sorter(&WgpuSorterDesc::default());
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let mut rng = rand::rngs::StdRng::seed_from_u64(61);
     let scratch = gpu.buffer(16);
     let n = scaled(3001u32, 300_001);
@@ -290,7 +296,7 @@ fn every_key_type_keys_and_pairs_both_orders_in_one_submission() {
 #[test]
 fn a_gpu_side_count_below_and_above_capacity_two_frames_through_one_binding() {
     let gpu = Gpu::new();
-    let mut sorter = gpu.sorter(&WgpuSorterDesc::default());
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let mut rng = rand::rngs::StdRng::seed_from_u64(62);
     let capacity = 4096u32;
     let mut keys = Region::new(&gpu, capacity, 1);
@@ -326,7 +332,7 @@ fn a_gpu_side_count_below_and_above_capacity_two_frames_through_one_binding() {
 #[test]
 fn batches_sort_each_array_on_its_own() {
     let gpu = Gpu::new();
-    let mut sorter = gpu.sorter(&WgpuSorterDesc::default());
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let mut rng = rand::rngs::StdRng::seed_from_u64(63);
     let (n, batches) = (700u32, 5u32);
     let scratch = gpu.buffer(16);
@@ -350,7 +356,7 @@ fn batches_sort_each_array_on_its_own() {
 #[test]
 fn a_stable_sort_packs_key_and_index_into_8_byte_keys() {
     let gpu = Gpu::new();
-    let mut sorter = gpu.sorter(&WgpuSorterDesc::default());
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let mut rng = rand::rngs::StdRng::seed_from_u64(64);
     let n = 2500u32;
     let scratch = gpu.buffer(16);
@@ -382,7 +388,7 @@ fn a_stable_sort_packs_key_and_index_into_8_byte_keys() {
 #[test]
 fn a_timed_sort_reports_each_pass() {
     let gpu = Gpu::new();
-    let mut sorter = gpu.sorter(&WgpuSorterDesc { timestamp_queries: 64, ..WgpuSorterDesc::default() });
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc { timestamp_queries: 64, ..WgpuSorterDesc::default() });
     let mut rng = rand::rngs::StdRng::seed_from_u64(65);
     let n = 3000u32;
     let scratch = gpu.buffer(16);
@@ -399,6 +405,23 @@ fn a_timed_sort_reports_each_pass() {
     check_keys("timed", KeyKind::U32, Order::Ascending, &input, &sorted, None);
     let times = sorter.pass_times(&timed).expect("pass times").expect("written once the device is idle");
     assert_eq!(times.len(), timed.passes());
+    // Each pass's time is a difference of timestamps in order: a wrong order or reset wraps to
+    // centuries.
+    let total: std::time::Duration = times.iter().sum();
+    assert!(total < std::time::Duration::from_secs(60), "{times:?}");
+    // The ring of 64 queries comes round: the first sort's queries are taken again, and reading
+    // them is an error, not another sort's times.
+    let mut later = Vec::new();
+    while later.len() * (timed.passes() + 1) < 64 {
+        let (sort, again) = sorter.record_timed(&binding, n, KeyKind::U32, Order::Ascending).expect("record");
+        gpu.queue.submit([sort]);
+        later.push(again);
+    }
+    gpu.device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    let err = sorter.pass_times(&timed).expect_err("overwritten");
+    assert!(err.to_string().contains("overwritten"), "{err}");
+    let last = later.last().expect("a later sort");
+    assert_eq!(sorter.pass_times(last).expect("the latest sort").map(|t| t.len()), Some(last.passes()));
     drop(sorter);
     assert_no_errors();
 }
@@ -406,7 +429,7 @@ fn a_timed_sort_reports_each_pass() {
 #[test]
 fn bad_bindings_and_requests_are_errors_naming_the_fix() {
     let gpu = Gpu::new();
-    let mut sorter = gpu.sorter(&WgpuSorterDesc::default());
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let uniform = gpu.device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
         size: 4096,
@@ -415,7 +438,21 @@ fn bad_bindings_and_requests_are_errors_naming_the_fix() {
     });
     let err = sorter.bind(&WgpuBindDesc::new(uniform.slice(..), 1024)).expect_err("a uniform buffer");
     assert!(err.to_string().contains("STORAGE"), "{err}");
+    let mappable = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 4096,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let err = sorter.bind(&WgpuBindDesc::new(mappable.slice(..), 1024)).expect_err("a mappable buffer");
+    assert!(err.to_string().contains("mappable"), "{err}");
     let keys = gpu.buffer(4096 + 256);
+    let values = WgpuBindDesc { values: Some(uniform.slice(..)), ..WgpuBindDesc::new(keys.slice(..1024), 256) };
+    let err = sorter.bind(&values).expect_err("uniform values");
+    assert!(err.to_string().contains("values") && err.to_string().contains("STORAGE"), "{err}");
+    let count = WgpuBindDesc { count: Some(uniform.slice(..4)), ..WgpuBindDesc::new(keys.slice(..1024), 256) };
+    let err = sorter.bind(&count).expect_err("a uniform count");
+    assert!(err.to_string().contains("count") && err.to_string().contains("STORAGE"), "{err}");
     let err = sorter.bind(&WgpuBindDesc::new(keys.slice(..), 2048)).expect_err("too small");
     assert!(matches!(err, Error::BufferTooSmall { .. }), "{err}");
     let alignment = sorter.device_info().limits.min_storage_buffer_offset_alignment;
@@ -432,10 +469,89 @@ fn bad_bindings_and_requests_are_errors_naming_the_fix() {
     assert!(err.to_string().contains("batched"), "{err}");
     let err = sorter.record_timed(&binding, 1000, KeyKind::U32, Order::Ascending).expect_err("no queries");
     assert!(err.to_string().contains("timestamp_queries"), "{err}");
-    let other = gpu.sorter(&WgpuSorterDesc::default());
+    let other = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let err = other.record::<u32>(&binding, 1000, Order::Ascending).expect_err("another sorter's binding");
     assert!(err.to_string().contains("another sorter"), "{err}");
     drop((sorter, other));
+    assert_no_errors();
+}
+
+#[test]
+fn sorts_back_to_back_in_one_submission_see_each_others_writes() {
+    // Filled once, then sorted descending, copied, sorted ascending and copied, in one
+    // submission: the second copy follows a copy of the same buffer, so wgpu records no barrier
+    // before it and only the sort's own final barrier orders the second sort's writes.
+    let gpu = Gpu::new();
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(66);
+    let n = 5000u32;
+    let scratch = gpu.buffer(16);
+    let mut keys = Region::new(&gpu, n, 1);
+    let binding = sorter.bind(&WgpuBindDesc::new(keys.slice(), n)).expect("bind");
+    let input = random_words(&mut rng, n as usize);
+    let fill = keys.fill(&gpu, &mut rng, &input, (&scratch, 0));
+    let down = sorter.record::<f32>(&binding, n, Order::Descending).expect("record");
+    let (copy_down, out_down) = gpu.copy_out(&keys.buffer);
+    let up = sorter.record::<f32>(&binding, n, Order::Ascending).expect("record");
+    let (copy_up, out_up) = gpu.copy_out(&keys.buffer);
+    gpu.queue.submit([fill, down, copy_down, up, copy_up]);
+    for (order, out) in [(Order::Descending, &out_down), (Order::Ascending, &out_up)] {
+        let sorted = keys.sorted("back to back", &gpu.read(out), n as usize);
+        check_keys(&format!("back to back {order:?}"), KeyKind::F32, order, &input, &sorted, None);
+    }
+    drop(sorter);
+    assert_no_errors();
+}
+
+#[test]
+fn a_rebound_binding_sorts_its_new_buffers_and_a_failed_rebind_keeps_the_old() {
+    let gpu = Gpu::new();
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(67);
+    let scratch = gpu.buffer(16);
+    let mut small = Region::new(&gpu, 1000, 1);
+    let mut binding = sorter.bind(&WgpuBindDesc::new(small.slice(), 1000)).expect("bind");
+    let mut large = Region::new(&gpu, 6000, 1);
+    sorter.rebind(&mut binding, &WgpuBindDesc::new(large.slice(), 6000)).expect("rebind");
+    assert_eq!(binding.binding().capacity(), 6000);
+    let too_small = WgpuBindDesc::new(small.slice(), 6000);
+    assert!(matches!(sorter.rebind(&mut binding, &too_small), Err(Error::BufferTooSmall { .. })));
+    assert_eq!(binding.binding().capacity(), 6000, "a failed rebind leaves the binding as it was");
+    let input = random_words(&mut rng, 6000);
+    let small_input = random_words(&mut rng, 1000);
+    let fill = large.fill(&gpu, &mut rng, &input, (&scratch, 0));
+    let fill_small = small.fill(&gpu, &mut rng, &small_input, (&scratch, 0));
+    let sort = sorter.record::<u32>(&binding, 6000, Order::Ascending).expect("record");
+    let (copy, out) = gpu.copy_out(&large.buffer);
+    let (copy_small, out_small) = gpu.copy_out(&small.buffer);
+    gpu.queue.submit([fill, fill_small, sort, copy, copy_small]);
+    let sorted = large.sorted("rebound", &gpu.read(&out), 6000);
+    check_keys("rebound", KeyKind::U32, Order::Ascending, &input, &sorted, None);
+    // The old buffer is no longer the binding's: nothing of it moved.
+    small.sorted("the old buffer", &gpu.read(&out_small), 0);
+    drop(sorter);
+    assert_no_errors();
+}
+
+#[test]
+fn dropping_the_sorter_waits_for_its_submitted_sorts() {
+    let gpu = Gpu::new();
+    let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(68);
+    let n = 20_000u32;
+    let scratch = gpu.buffer(16);
+    let mut keys = Region::new(&gpu, n, 1);
+    let binding = sorter.bind(&WgpuBindDesc::new(keys.slice(), n)).expect("bind");
+    let input = random_words(&mut rng, n as usize);
+    let fill = keys.fill(&gpu, &mut rng, &input, (&scratch, 0));
+    let sort = sorter.record::<i32>(&binding, n, Order::Descending).expect("record");
+    let (copy, out) = gpu.copy_out(&keys.buffer);
+    gpu.queue.submit([fill, sort, copy]);
+    // Its pipelines and descriptor set go while the sort may still run: the validation layer
+    // reports any destroyed in use.
+    drop(sorter);
+    let sorted = keys.sorted("dropped", &gpu.read(&out), n as usize);
+    check_keys("dropped", KeyKind::I32, Order::Descending, &input, &sorted, None);
     assert_no_errors();
 }
 

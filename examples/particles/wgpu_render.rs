@@ -358,6 +358,7 @@ impl<'g> WgpuRenderer<'g> {
             max_bindings: 1,
             timestamp_queries: if gpu.timestamps { SORT_QUERIES } else { 0 },
             tuning,
+            ..WgpuSorterDesc::default()
         };
         // SAFETY: every command buffer the sorter returns is submitted in `render_frame` right after
         // it is recorded; the bound buffer is this device's and never destroyed (the renderer holds
