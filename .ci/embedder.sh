@@ -3,7 +3,9 @@
 # package`), a new crate outside this repository (so .cargo/config.toml does not apply) that
 # depends on it with `default-features = false`, SHADERC_LIB_DIR unset, and the README's library
 # example as its main. Fails if shaderc is anywhere in its dependency graph, if the build fails,
-# or if the example does not print the sorted keys and values. Prints the build's time.
+# or if the example does not print the sorted keys and values. Prints the build's time. Then the
+# same for a wgpu renderer: a crate with the `wgpu` feature and its own wgpu, whose main is the
+# package's examples/wgpu_sort.rs.
 #   EMBEDDER_TARGET_DIR  the test crate's target folder (default target/embedder, kept between
 #                        runs so that CI rebuilds only bitonic-vk; an empty folder times a first build)
 set -euo pipefail
@@ -45,6 +47,8 @@ cp "$work/bitonic-vk-$version/Cargo.lock" "$work/embedder/Cargo.lock"
 cd "$work/embedder"
 unset SHADERC_LIB_DIR
 export CARGO_TARGET_DIR=$target
+# A warning in a build without the default features (dead code behind a feature) fails it.
+export RUSTFLAGS="-D warnings"
 if cargo tree -e build,normal --prefix none | grep -i shaderc; then
   echo "embedder: shaderc is in the lean build's dependency graph (above); see Cargo.toml's glsl feature" >&2
   exit 1
@@ -57,5 +61,39 @@ echo "$output" | tail -1
 expected="sorted keys [-1.0, -0.0, 0.0, 3.5, NaN] values [4, 1, 3, 0, 2]"
 if [ "$(echo "$output" | tail -1)" != "$expected" ]; then
   echo "embedder: the README's example printed the above, not \"$expected\"" >&2
+  exit 1
+fi
+
+# A wgpu renderer's crate: the README's dependency line with `features = ["wgpu"]`, its own wgpu,
+# and the packaged wgpu example as its main.
+mkdir -p "$work/wgpu-embedder/src"
+cat >"$work/wgpu-embedder/Cargo.toml" <<EOF
+[package]
+name = "wgpu-embedder"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+bitonic-vk = { path = "../bitonic-vk-$version", default-features = false, features = ["wgpu"] }
+bytemuck = "1"
+pollster = "0.4"
+wgpu = { version = "30", default-features = false, features = ["vulkan", "std", "wgsl"] }
+
+[workspace]
+EOF
+cp "$work/bitonic-vk-$version/examples/wgpu_sort.rs" "$work/wgpu-embedder/src/main.rs"
+cp "$work/bitonic-vk-$version/Cargo.lock" "$work/wgpu-embedder/Cargo.lock"
+cd "$work/wgpu-embedder"
+if cargo tree -e build,normal --prefix none | grep -i shaderc; then
+  echo "embedder: shaderc is in the wgpu crate's dependency graph (above); see Cargo.toml's glsl feature" >&2
+  exit 1
+fi
+start=$(date +%s)
+cargo build --release --quiet
+echo "embedder: cargo build --release of a wgpu crate on bitonic-vk (features = [\"wgpu\"]): $(($(date +%s) - start)) s"
+output=$("$target/release/wgpu-embedder" 4096)
+echo "$output" | grep "^sorted" || true
+if ! echo "$output" | grep -q "^sorted 4096 f32 keys with their indices: in order true, values a permutation true$"; then
+  echo "embedder: the wgpu example printed the above, not a checked sort of 4096 keys" >&2
   exit 1
 fi

@@ -593,11 +593,6 @@ impl SortRecorder {
         self.shapes_of_capacity_only = true;
     }
 
-    /// The passes of a sort of n elements through kernels of `key` ([`plan_with`]).
-    fn plan_for(&self, key: &KernelKey, n: u32, key_flags: u32) -> Result<Plan> {
-        plan_with(&self.sizing, key, n, key_flags)
-    }
-
     /// The shape an unbatched binding of pairs (or keys) of this capacity and key width gets,
     /// without making anything: what [`crate::Sorter`] reports of its sorts.
     pub(crate) fn binding_shape(&self, pairs: bool, width: KeyWidth, capacity: u32) -> Result<BindingShape> {
@@ -610,7 +605,7 @@ impl SortRecorder {
     pub(crate) fn plan_of(&self, pairs: bool, kind: KeyKind, order: Order, n: u32) -> Result<Plan> {
         let shape = self.binding_shape(pairs, kind.width(), n)?;
         let key = KernelKey { shape, width: kind.width(), batched: false, counted: false };
-        self.plan_for(&key, n, key_flags(kind, order))
+        plan_with(&self.sizing, &key, n, key_flags(kind, order))
     }
 
     /// Records a sort of the first `n` elements of the binding's regions, keys of type `K`, into
