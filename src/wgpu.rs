@@ -61,6 +61,11 @@ pub struct WgpuSorterDesc {
     pub timestamp_queries: u32,
     /// The knobs; the defaults are where they measured fastest.
     pub tuning: Tuning,
+    /// Test hook: records the sort without one of the two barriers of the Contract, so that a
+    /// test on a GPU can show it fails without it.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub drop_barrier: Option<FrontBarrier>,
     /// Where the sort's pipelines are kept between runs, as [`crate::ContextDesc::pipeline_cache`]:
     /// loaded at [`WgpuSorter::new`], written back when the sorter drops, so that a later run
     /// binds without compiling. Default [`PipelineCacheDir::Default`].
@@ -74,8 +79,21 @@ impl Default for WgpuSorterDesc {
             timestamp_queries: 0,
             tuning: Tuning::default(),
             pipeline_cache: PipelineCacheDir::Default,
+            #[cfg(feature = "test-hooks")]
+            drop_barrier: None,
         }
     }
+}
+
+/// One of the two barriers a sort's command buffer opens and closes with (test hook; the field
+/// that takes it exists with `test-hooks` alone).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontBarrier {
+    /// From every earlier write to the sort's reads and writes.
+    Before,
+    /// From the sort's writes to every later access.
+    After,
 }
 
 /// What [`WgpuSorter::bind`] binds: regions of `wgpu::Buffer`s made with `STORAGE` usage (as
@@ -160,6 +178,8 @@ pub struct WgpuSorter {
     raw: ash::Device,
     /// The buffers of each binding, by slot.
     held: Vec<Vec<::wgpu::Buffer>>,
+    #[cfg(feature = "test-hooks")]
+    drop_barrier: Option<FrontBarrier>,
     id: u32,
     device: ::wgpu::Device,
 }
@@ -219,6 +239,8 @@ impl WgpuSorter {
             cache,
             raw,
             held: Vec::new(),
+            #[cfg(feature = "test-hooks")]
+            drop_barrier: desc.drop_barrier,
             id: NEXT_SORTER.fetch_add(1, Ordering::Relaxed),
             device: device.clone(),
         })
@@ -457,25 +479,33 @@ impl WgpuSorter {
                     self.raw.cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[memory], &[], &[])
                 };
             };
+            #[cfg(feature = "test-hooks")]
+            let keep = |which| self.drop_barrier != Some(which);
+            #[cfg(not(feature = "test-hooks"))]
+            let keep = |_| true;
             before(cmd);
-            barrier(
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::AccessFlags::MEMORY_WRITE,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-            );
+            keep(FrontBarrier::Before).then(|| {
+                barrier(
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::AccessFlags::MEMORY_WRITE,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                )
+            });
             // SAFETY: `cmd` is a recording command buffer of the recorder's device outside a
             // render pass, on wgpu's queue family (which has compute: wgpu requires it). The
             // barriers around the sort are the Contract's Before and After; the binding's
             // buffers are held by the sorter, and its pipelines and sets live until the sorter
             // drops, after the device has gone idle (`new`'s contract covers submission).
             unsafe { self.recorder.record_plan(cmd, &binding.inner, &plan, batches, extras) };
-            barrier(
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::SHADER_WRITE,
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-            );
+            keep(FrontBarrier::After).then(|| {
+                barrier(
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::AccessFlags::SHADER_WRITE,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+                )
+            });
             Ok(())
         };
         // SAFETY: the closure neither ends nor destroys the command buffer, and the wgpu encoder

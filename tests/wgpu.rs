@@ -4,6 +4,11 @@
 //! submission (or in several). Every result is checked against the standard library's sort, and
 //! every byte outside what the sort may write against the input. wgpu's validation and the
 //! Khronos layer are on: an error-severity message fails the test.
+//!
+//! `BITONIC_VK_TEST_DROP_BARRIER=wgpu-before` or `wgpu-after` records every sort without that
+//! barrier of the front's contract: on a GPU that overlaps work, `back_to_back` (with
+//! `BITONIC_VK_TEST_SCALE=full`) must then fail; on lavapipe, which runs one command after
+//! another, it passes either way.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -12,7 +17,7 @@ use common::*;
 use std::borrow::Cow;
 use std::sync::Mutex;
 
-use bitonic_vk::wgpu::{WgpuBindDesc, WgpuSorter, WgpuSorterDesc};
+use bitonic_vk::wgpu::{FrontBarrier, WgpuBindDesc, WgpuSorter, WgpuSorterDesc};
 use bitonic_vk::{Error, KeyKind, KeyWidth, Order, PipelineCacheDir};
 use rand::{Rng, SeedableRng};
 use wgpu::util::DeviceExt;
@@ -111,9 +116,15 @@ impl Gpu {
         unsafe { WgpuSorter::new(&self.device, desc) }.expect("a sorter")
     }
 
-    /// A sorter of `desc` that keeps no pipeline cache file.
+    /// A sorter of `desc` that keeps no pipeline cache file, without the barrier
+    /// `BITONIC_VK_TEST_DROP_BARRIER` names (`wgpu-before` or `wgpu-after`), if it names one.
     fn sorter_without_cache(&self, desc: WgpuSorterDesc) -> WgpuSorter {
-        self.sorter(&WgpuSorterDesc { pipeline_cache: PipelineCacheDir::Off, ..desc })
+        let drop_barrier = match std::env::var("BITONIC_VK_TEST_DROP_BARRIER").as_deref() {
+            Ok("wgpu-before") => Some(FrontBarrier::Before),
+            Ok("wgpu-after") => Some(FrontBarrier::After),
+            _ => None,
+        };
+        self.sorter(&WgpuSorterDesc { pipeline_cache: PipelineCacheDir::Off, drop_barrier, ..desc })
     }
 
     fn buffer(&self, bytes: u64) -> wgpu::Buffer {
@@ -484,7 +495,7 @@ fn sorts_back_to_back_in_one_submission_see_each_others_writes() {
     let gpu = Gpu::new();
     let mut sorter = gpu.sorter_without_cache(WgpuSorterDesc::default());
     let mut rng = rand::rngs::StdRng::seed_from_u64(66);
-    let n = 5000u32;
+    let n = scaled(5000u32, 1 << 22);
     let scratch = gpu.buffer(16);
     let mut keys = Region::new(&gpu, n, 1);
     let binding = sorter.bind(&WgpuBindDesc::new(keys.slice(), n)).expect("bind");
