@@ -41,28 +41,38 @@ EOF
   echo '    Ok(())'
   echo '}'
 } >"$work/embedder/src/main.rs"
-# The versions this repository tested, so that the build resolves as CI's own did.
-cp "$work/bitonic-vk-$version/Cargo.lock" "$work/embedder/Cargo.lock"
-
-cd "$work/embedder"
 unset SHADERC_LIB_DIR
 export CARGO_TARGET_DIR=$target
 # A warning in a build without the default features (dead code behind a feature) fails it.
 export RUSTFLAGS="-D warnings"
-if cargo tree -e build,normal --prefix none | grep -i shaderc; then
-  echo "embedder: shaderc is in the lean build's dependency graph (above); see Cargo.toml's glsl feature" >&2
-  exit 1
-fi
-start=$(date +%s)
-cargo build --release --quiet
-echo "embedder: cargo build --release of a crate on bitonic-vk (default-features = false): $(($(date +%s) - start)) s"
-output=$("$target/release/embedder")
-echo "$output" | tail -1
-expected="sorted keys [-1.0, -0.0, 0.0, 3.5, NaN] values [4, 1, 3, 0, 2]"
-if [ "$(echo "$output" | tail -1)" != "$expected" ]; then
-  echo "embedder: the README's example printed the above, not \"$expected\"" >&2
-  exit 1
-fi
+
+# check CRATE WHAT EXPECTED [ARGS...]: builds the crate in $work/CRATE with the package's lock
+# file (the versions this repository tested), refusing shaderc in its graph, runs it with ARGS
+# and checks that its output has the line EXPECTED.
+check() {
+  local crate=$1 what=$2 expected=$3
+  shift 3
+  cp "$work/bitonic-vk-$version/Cargo.lock" "$work/$crate/Cargo.lock"
+  cd "$work/$crate"
+  if cargo tree -e build,normal --prefix none | grep -i shaderc; then
+    echo "embedder: shaderc is in the dependency graph of $what (above); see Cargo.toml's glsl feature" >&2
+    exit 1
+  fi
+  local start output
+  start=$(date +%s)
+  cargo build --release --quiet
+  echo "embedder: cargo build --release of $what: $(($(date +%s) - start)) s"
+  output=$("$target/release/$crate" "$@")
+  if ! grep -qxF -- "$expected" <<<"$output"; then
+    printf '%s\n' "$output" >&2
+    echo "embedder: $what printed the above, not \"$expected\"" >&2
+    exit 1
+  fi
+  echo "$expected"
+}
+
+check embedder "a crate on bitonic-vk (default-features = false)" \
+  "sorted keys [-1.0, -0.0, 0.0, 3.5, NaN] values [4, 1, 3, 0, 2]"
 
 # A wgpu renderer's crate: the README's dependency line with `features = ["wgpu"]`, its own wgpu,
 # and the packaged wgpu example as its main.
@@ -82,18 +92,5 @@ wgpu = { version = "30", default-features = false, features = ["vulkan", "std", 
 [workspace]
 EOF
 cp "$work/bitonic-vk-$version/examples/wgpu_sort.rs" "$work/wgpu-embedder/src/main.rs"
-cp "$work/bitonic-vk-$version/Cargo.lock" "$work/wgpu-embedder/Cargo.lock"
-cd "$work/wgpu-embedder"
-if cargo tree -e build,normal --prefix none | grep -i shaderc; then
-  echo "embedder: shaderc is in the wgpu crate's dependency graph (above); see Cargo.toml's glsl feature" >&2
-  exit 1
-fi
-start=$(date +%s)
-cargo build --release --quiet
-echo "embedder: cargo build --release of a wgpu crate on bitonic-vk (features = [\"wgpu\"]): $(($(date +%s) - start)) s"
-output=$("$target/release/wgpu-embedder" 4096)
-echo "$output" | grep "^sorted" || true
-if ! echo "$output" | grep -q "^sorted 4096 f32 keys with their indices: in order true, values a permutation true$"; then
-  echo "embedder: the wgpu example printed the above, not a checked sort of 4096 keys" >&2
-  exit 1
-fi
+check wgpu-embedder "a wgpu crate on bitonic-vk (features = [\"wgpu\"])" \
+  "sorted 4096 f32 keys with their indices: in order true, values a permutation true" 4096
