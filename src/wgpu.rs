@@ -47,8 +47,9 @@ use ash::vk;
 use crate::device::describe;
 use crate::error::{Error, Result};
 use crate::keys::{KeyKind, KeyWidth, Order, SortKey};
+use crate::network::Plan;
 use crate::pipeline_cache::{DiskCache, PipelineCacheDir};
-use crate::recorder::{BindDesc, BufferRegion, Extras, Recorded, RecorderDesc, SortBinding, SortRecorder};
+use crate::recorder::{BindDesc, BufferRegion, Extras, RecorderDesc, SortBinding, SortRecorder};
 use crate::{DeviceInfo, Tuning};
 
 /// How to create a [`WgpuSorter`].
@@ -339,7 +340,8 @@ impl WgpuSorter {
         kind: KeyKind,
         order: Order,
     ) -> Result<::wgpu::CommandBuffer> {
-        self.encode(binding, n, 1, kind, order, &Extras::default(), |_| {}).map(|(cmd, _)| cmd)
+        let plan = self.plan(binding, n, 1, kind, order)?;
+        self.encode(binding, &plan, 1, &Extras::default(), |_| {})
     }
 
     /// `batches` arrays of `n` elements side by side, sorted each on its own, as
@@ -351,7 +353,8 @@ impl WgpuSorter {
         batches: u32,
         order: Order,
     ) -> Result<::wgpu::CommandBuffer> {
-        self.encode(binding, n, batches, K::KIND, order, &Extras::default(), |_| {}).map(|(cmd, _)| cmd)
+        let plan = self.plan(binding, n, batches, K::KIND, order)?;
+        self.encode(binding, &plan, batches, &Extras::default(), |_| {})
     }
 
     /// [`WgpuSorter::record_kind`] with a timestamp before the sort and after each pass (as
@@ -364,7 +367,8 @@ impl WgpuSorter {
         kind: KeyKind,
         order: Order,
     ) -> Result<(::wgpu::CommandBuffer, TimedSort)> {
-        let passes = self.passes(binding, n, kind, order)? as u32;
+        let plan = self.plan(binding, n, 1, kind, order)?;
+        let passes = plan.passes.len() as u32;
         let Some(ts) = self.timestamps.as_mut() else {
             return Err(Error::InvalidOption {
                 name: "timestamp_queries",
@@ -398,7 +402,7 @@ impl WgpuSorter {
                 self.raw.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, timed.first);
             }
         };
-        let (cmd, _) = self.encode(binding, n, 1, kind, order, &extras, before)?;
+        let cmd = self.encode(binding, &plan, 1, &extras, before)?;
         Ok((cmd, timed))
     }
 
@@ -444,25 +448,25 @@ impl WgpuSorter {
 
     /// The passes a sort of `n` elements records (0 for n < 2); fails as `record_kind` would.
     pub fn passes(&self, binding: &WgpuBinding, n: u32, kind: KeyKind, order: Order) -> Result<usize> {
-        self.check_own(binding)?;
-        self.recorder.passes(&binding.inner, n, kind, order)
+        Ok(self.plan(binding, n, 1, kind, order)?.passes.len())
     }
 
-    /// Plans the sort (so that a bad request fails before anything is recorded), then records
-    /// `before` and the sort between the two barriers of the Contract into a new encoder.
-    #[allow(clippy::too_many_arguments)]
+    /// Checks a sort against its binding and plans it, before anything is recorded.
+    fn plan(&self, binding: &WgpuBinding, n: u32, batches: u32, kind: KeyKind, order: Order) -> Result<Plan> {
+        self.check_own(binding)?;
+        self.recorder.plan(&binding.inner, n, batches, kind, order)
+    }
+
+    /// Records `before` and the sort of `plan` (from [`WgpuSorter::plan`]) between the two
+    /// barriers of the Contract into a new encoder.
     fn encode(
         &self,
         binding: &WgpuBinding,
-        n: u32,
+        plan: &Plan,
         batches: u32,
-        kind: KeyKind,
-        order: Order,
         extras: &Extras<'_>,
         before: impl FnOnce(vk::CommandBuffer),
-    ) -> Result<(::wgpu::CommandBuffer, Recorded)> {
-        self.check_own(binding)?;
-        let plan = self.recorder.plan(&binding.inner, n, batches, kind, order)?;
+    ) -> Result<::wgpu::CommandBuffer> {
         let mut encoder =
             self.device.create_command_encoder(&::wgpu::CommandEncoderDescriptor { label: Some("bitonic-vk sort") });
         let record = |hal: Option<&mut <Vulkan as ::wgpu::hal::Api>::CommandEncoder>| -> Result<()> {
@@ -497,7 +501,7 @@ impl WgpuSorter {
             // barriers around the sort are the Contract's Before and After; the binding's
             // buffers are held by the sorter, and its pipelines and sets live until the sorter
             // drops, after the device has gone idle (`new`'s contract covers submission).
-            unsafe { self.recorder.record_plan(cmd, &binding.inner, &plan, batches, extras) };
+            unsafe { self.recorder.record_plan(cmd, &binding.inner, plan, batches, extras) };
             keep(FrontBarrier::After).then(|| {
                 barrier(
                     vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -511,7 +515,7 @@ impl WgpuSorter {
         // SAFETY: the closure neither ends nor destroys the command buffer, and the wgpu encoder
         // is not touched while it runs.
         unsafe { encoder.as_hal_mut::<Vulkan, _, _>(record) }?;
-        Ok((encoder.finish(), Recorded { passes: plan.passes.len() }))
+        Ok(encoder.finish())
     }
 
     /// The `ash` regions of `desc`'s slices, checked for `STORAGE` usage, and clones of their
