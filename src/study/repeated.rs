@@ -294,7 +294,7 @@ impl Sorter {
     }
 
     /// Sorts the staged input `reps` times, each pass in a command buffer of its own, submitted
-    /// and waited for before the next is recorded. Each command buffer starts with the barrier
+    /// and waited for (its fence polled) before the next is recorded. Each command buffer starts with the barrier
     /// that orders it after the pass before (submission order alone orders execution, not memory).
     fn submit_per_pass(
         &mut self,
@@ -355,7 +355,7 @@ impl Sorter {
                 encoder.bind_pass(pass);
                 dispatch_pass(&mut encoder, pass, self.max_groups);
                 encoder.pass_done(index);
-                self.finish()?;
+                self.finish_polling()?;
             }
             walls.push(start.elapsed());
         }

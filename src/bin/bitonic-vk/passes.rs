@@ -39,7 +39,7 @@ pub struct PassesArgs {
     /// barrier between passes (the sorter's way), the sorts back to back in one command buffer;
     /// `sort`, the same barriers but each sort a submission of its own, waited for before the
     /// next (one sort a frame, as a renderer runs it); `submit`, a command buffer, submit and
-    /// fence wait per pass.
+    /// fence wait (the fence polled) per pass.
     #[arg(long, value_enum, default_value = "barrier")]
     sync: SyncArg,
     /// The barrier's flavour with --sync barrier: a global VkMemoryBarrier, a VkBufferMemoryBarrier
