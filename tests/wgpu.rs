@@ -6,9 +6,9 @@
 //! Khronos layer are on: an error-severity message fails the test.
 //!
 //! `BITONIC_VK_TEST_DROP_BARRIER=wgpu-before` or `wgpu-after` records every sort without that
-//! barrier of the front's contract: on a GPU that overlaps work, `back_to_back` (with
-//! `BITONIC_VK_TEST_SCALE=full`) must then fail; on lavapipe, which runs one command after
-//! another, it passes either way.
+//! barrier of the front's contract, for a GPU that overlaps work across command buffers, where
+//! `back_to_back` (with `BITONIC_VK_TEST_SCALE=full`) would then fail. lavapipe runs one command
+//! after another, and the H200 (driver 580) also passed it either way.
 #![cfg(feature = "wgpu")]
 
 mod common;
