@@ -4,7 +4,7 @@
 //! sorts are recorded. Around that it owns a command buffer, a fence, timestamp queries and
 //! buffers that grow as needed and are reused across calls.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -570,12 +570,13 @@ impl Sorter {
     /// As [`finish`](Self::finish), but polls the fence instead of sleeping in
     /// `vkWaitForFences`: the submit-per-pass study times each pass's round trip, and a sleeping
     /// wait adds the host's wake-up, which varies from run to run, to every pass.
+    #[cfg(feature = "study")]
     pub(crate) fn finish_polling(&mut self) -> Result<()> {
         let device = &self.ctx.shared.device;
         // SAFETY: recording was begun by `begin`.
         unsafe { device.end_command_buffer(self.cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
         self.submit()?;
-        let start = Instant::now();
+        let start = std::time::Instant::now();
         loop {
             // SAFETY: the fence belongs to this device.
             match unsafe { self.ctx.shared.device.get_fence_status(self.fence) } {
