@@ -294,8 +294,9 @@ impl Sorter {
     }
 
     /// Sorts the staged input `reps` times, each pass in a command buffer of its own, submitted
-    /// and waited for (its fence polled) before the next is recorded. Each command buffer starts with the barrier
-    /// that orders it after the pass before (submission order alone orders execution, not memory).
+    /// and waited for (its fence polled) before the next is recorded. Each command buffer starts
+    /// with the barrier that orders it after the pass before (submission order alone orders
+    /// execution, not memory).
     fn submit_per_pass(
         &mut self,
         keys: &mut [u32],
