@@ -561,10 +561,15 @@ impl Sorter {
 
     /// Ends the command buffer begun by `begin`, submits it and waits for it.
     pub(crate) fn finish(&mut self) -> Result<()> {
+        self.end_and_submit()?;
+        self.wait()
+    }
+
+    /// Ends the command buffer begun by `begin` and submits it.
+    fn end_and_submit(&mut self) -> Result<()> {
         // SAFETY: recording was begun by `begin`.
         unsafe { self.ctx.shared.device.end_command_buffer(self.cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
-        self.submit()?;
-        self.wait()
+        self.submit()
     }
 
     /// As [`finish`](Self::finish), but polls the fence instead of sleeping in
@@ -572,10 +577,7 @@ impl Sorter {
     /// wait adds the host's wake-up, which varies from run to run, to every pass.
     #[cfg(feature = "study")]
     pub(crate) fn finish_polling(&mut self) -> Result<()> {
-        let device = &self.ctx.shared.device;
-        // SAFETY: recording was begun by `begin`.
-        unsafe { device.end_command_buffer(self.cmd) }.map_err(Error::vk("vkEndCommandBuffer"))?;
-        self.submit()?;
+        self.end_and_submit()?;
         let start = std::time::Instant::now();
         loop {
             // SAFETY: the fence belongs to this device.
