@@ -12,7 +12,7 @@ use crate::network::Pass;
 use crate::segment::Segment;
 use crate::tuning::{small_slots, small_tile_sort, BindingShape, Sizing, MAX_FUSED};
 
-use super::shaders::{chain_module, copy_probe, dispatch_args_module, empty_probe, module};
+use super::shaders::{chain_module, copy_probe, dispatch_args_module, empty_probe, module, Embedded};
 
 /// The descriptor set layout (binding 0: keys, binding 1: values, binding 2: the GPU-side count,
 /// binding 3: the indirect arguments, all storage buffers) and the pipeline layout with the
@@ -253,7 +253,7 @@ impl Kernels {
                     Some(m) => {
                         let wg = tile / small_slots(payload, tile);
                         Job {
-                            code: m.words()?,
+                            code: m,
                             constants: Constants::new(&self.key, wg, chunk),
                             stage_flags: self.subgroups(wg),
                         }
@@ -261,7 +261,7 @@ impl Kernels {
                     None => plain((required(PassKind::TileSort, payload, width)?, local)),
                 }
             }
-            Slot::TileSort { looping: true } => plain((built(PassKind::TileSort, Form::Looping)?.words()?, local)),
+            Slot::TileSort { looping: true } => plain((built(PassKind::TileSort, Form::Looping)?, local)),
             Slot::LocalMerge { window } => {
                 plain((required(PassKind::LocalMerge, payload, width)?, local.with(spec::WINDOW, window)))
             }
@@ -270,9 +270,7 @@ impl Kernels {
                 plain((required(PassKind::GlobalMerge, payload, width)?, constants))
             }
             Slot::SegmentMerge { looping: false } => plain((required(PassKind::SegmentMerge, payload, width)?, local)),
-            Slot::SegmentMerge { looping: true } => {
-                plain((built(PassKind::SegmentMerge, Form::Looping)?.words()?, local))
-            }
+            Slot::SegmentMerge { looping: true } => plain((built(PassKind::SegmentMerge, Form::Looping)?, local)),
             Slot::Shaped { dir, shape } => {
                 // A shape of more chunks than the shaped build holds runs on the plain build.
                 let Some(constants) = shaped_constants(local, chunk, dir, shape) else { return Ok(None) };
@@ -284,7 +282,7 @@ impl Kernels {
                     },
                     None => return Ok(None),
                 };
-                plain((code.words()?, constants))
+                plain((code, constants))
             }
         }))
     }
@@ -386,8 +384,8 @@ fn missing(kind: PassKind, payload: Payload, width: KeyWidth) -> Error {
 }
 
 /// The plain module of a kernel.
-fn required(kind: PassKind, payload: Payload, width: KeyWidth) -> Result<&'static [u32]> {
-    module(kind, payload, width, Form::Plain).ok_or_else(|| missing(kind, payload, width))?.words()
+fn required(kind: PassKind, payload: Payload, width: KeyWidth) -> Result<&'static Embedded> {
+    module(kind, payload, width, Form::Plain).ok_or_else(|| missing(kind, payload, width))
 }
 
 /// How a recorder creates its kernels' pipelines.
@@ -403,10 +401,10 @@ pub(crate) struct Creation {
     pub refuse_above: Option<u32>,
 }
 
-/// One pipeline to create: the SPIR-V, its constants and its stage's flags.
+/// One pipeline to create: the module, its constants and its stage's flags.
 #[derive(Clone, Copy)]
 struct Job {
-    code: &'static [u32],
+    code: &'static Embedded,
     constants: Constants,
     stage_flags: vk::PipelineShaderStageCreateFlags,
 }
@@ -446,30 +444,36 @@ fn create_pipelines(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
-    // One module per distinct SPIR-V, shared by the pipelines specialised from it.
-    let mut modules: Vec<(usize, vk::ShaderModule)> = Vec::new();
-    let destroy_modules = |modules: &[(usize, vk::ShaderModule)]| {
-        for (_, m) in modules {
-            // SAFETY: made below on `device`; a pipeline keeps no reference to its module.
+    // One module per distinct SPIR-V, shared by the pipelines specialised from it; each decoded
+    // and handed to the driver on a thread of its own, as the largest take milliseconds apiece.
+    let mut distinct: Vec<&'static Embedded> = Vec::new();
+    for job in jobs {
+        if !distinct.iter().any(|m| std::ptr::eq(*m, job.code)) {
+            distinct.push(job.code);
+        }
+    }
+    let make_module = |code: &&'static Embedded| -> Result<vk::ShaderModule> {
+        let info = vk::ShaderModuleCreateInfo::default().code(code.words()?);
+        // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
+        unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))
+    };
+    let lost = || Err(Error::Build { what: "a thread making shader modules panicked".into() });
+    let made: Vec<Result<vk::ShaderModule>> = on_threads(&distinct, make_module, lost);
+    let modules: Vec<vk::ShaderModule> =
+        made.iter().map(|m| *m.as_ref().unwrap_or(&vk::ShaderModule::null())).collect();
+    let destroy_modules = || {
+        for m in &modules {
+            // SAFETY: made above on `device` (or null, which is ignored); a pipeline keeps no
+            // reference to its module.
             unsafe { device.destroy_shader_module(*m, None) };
         }
     };
-    for job in jobs {
-        if modules.iter().any(|(p, _)| *p == job.code.as_ptr() as usize) {
-            continue;
-        }
-        let info = vk::ShaderModuleCreateInfo::default().code(job.code);
-        // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
-        match unsafe { device.create_shader_module(&info, None) } {
-            Ok(m) => modules.push((job.code.as_ptr() as usize, m)),
-            Err(e) => {
-                destroy_modules(&modules);
-                return Err(Failure::Error(Error::vk("vkCreateShaderModule")(e)));
-            }
-        }
+    if let Some(Err(e)) = made.into_iter().find(Result::is_err) {
+        destroy_modules();
+        return Err(Failure::Error(e));
     }
-    let module_of = |code: &[u32]| {
-        modules.iter().find(|(p, _)| *p == code.as_ptr() as usize).map_or(vk::ShaderModule::null(), |m| m.1)
+    let module_of = |code: &'static Embedded| {
+        distinct.iter().position(|m| std::ptr::eq(*m, code)).map_or(vk::ShaderModule::null(), |i| modules[i])
     };
     let refused = |j: usize| creation.refuse_above.is_some_and(|most| jobs[j].constants.0[spec::WG_SIZE] > most);
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(jobs.len());
@@ -523,25 +527,9 @@ fn create_pipelines(
             share.iter().map(|&j| if refused(j) { vk::Pipeline::null() } else { made.next().unwrap_or_default() });
         Err((whole.collect(), outcome))
     };
-    let results: Vec<_> = if threads == 1 {
-        vec![make_share(&shares[0])]
-    } else {
-        std::thread::scope(|scope| {
-            // A share whose thread cannot be started is made here, after the others.
-            let handles: Vec<_> = shares
-                .iter()
-                .map(|share| (share, std::thread::Builder::new().spawn_scoped(scope, || make_share(share)).ok()))
-                .collect();
-            handles
-                .into_iter()
-                .map(|(share, handle)| match handle {
-                    Some(h) => h.join().unwrap_or(Err((Vec::new(), vk::Result::ERROR_UNKNOWN))),
-                    None => make_share(share),
-                })
-                .collect()
-        })
-    };
-    destroy_modules(&modules);
+    let lost = || Err((Vec::new(), vk::Result::ERROR_UNKNOWN));
+    let results = on_threads(&shares, |share| make_share(share), lost);
+    destroy_modules();
     let mut made = vec![vk::Pipeline::null(); jobs.len()];
     let mut failure: Option<(vk::Result, Vec<usize>)> = None;
     for (share, result) in shares.iter().zip(results) {
@@ -580,12 +568,38 @@ fn create_pipelines(
     Ok(made)
 }
 
+/// `f` of every item, the items spread over the machine's threads (item i on thread i mod
+/// threads, so that costly neighbours are not bunched), in the items' order. A thread that cannot
+/// be started leaves its items to this one, after the others; a thread that panics gives `lost()`
+/// for each of its items.
+fn on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync, lost: impl Fn() -> R) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    let run = move |t: usize| -> Vec<R> { items.iter().skip(t).step_by(threads).map(f).collect() };
+    let mut per_thread: Vec<std::vec::IntoIter<R>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..threads).map(|t| (t, std::thread::Builder::new().spawn_scoped(scope, move || run(t)).ok())).collect();
+        handles
+            .into_iter()
+            .map(|(t, handle)| match handle {
+                Some(h) => h.join().unwrap_or_else(|_| (t..items.len()).step_by(threads).map(|_| lost()).collect()),
+                None => run(t),
+            })
+            .map(Vec::into_iter)
+            .collect()
+    });
+    (0..items.len()).map(|i| per_thread[i % threads].next().unwrap_or_else(&lost)).collect()
+}
+
 /// Creates one compute pipeline of `code` specialised by `constants`.
 fn create_pipeline(
     device: &ash::Device,
     layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
-    code: &'static [u32],
+    code: &'static Embedded,
     constants: &Constants,
 ) -> Result<vk::Pipeline> {
     let job = Job { code, constants: *constants, stage_flags: vk::PipelineShaderStageCreateFlags::empty() };
@@ -623,8 +637,8 @@ impl Probes {
         let null = vk::PipelineCache::null();
         let mut constants = Constants([0; spec::COUNT]);
         constants.0[spec::WG_SIZE] = copy_wg;
-        probes.copy = create_pipeline(device, layouts.pipeline_layout, null, copy_probe()?, &constants)?;
-        probes.empty = create_pipeline(device, layouts.pipeline_layout, null, empty_probe()?, &constants)?;
+        probes.copy = create_pipeline(device, layouts.pipeline_layout, null, copy_probe(), &constants)?;
+        probes.empty = create_pipeline(device, layouts.pipeline_layout, null, empty_probe(), &constants)?;
         Ok(probes)
     }
 }
@@ -650,7 +664,7 @@ pub(crate) struct ArgsKernel {
 impl ArgsKernel {
     pub fn new(device: &ash::Device, layouts: &Layouts, cache: vk::PipelineCache) -> Result<ArgsKernel> {
         let constants = Constants([0; spec::COUNT]);
-        let pipeline = create_pipeline(device, layouts.pipeline_layout, cache, dispatch_args_module()?, &constants)?;
+        let pipeline = create_pipeline(device, layouts.pipeline_layout, cache, dispatch_args_module(), &constants)?;
         Ok(ArgsKernel { device: device.clone(), pipeline })
     }
 }
@@ -660,5 +674,50 @@ impl Drop for ArgsKernel {
         // SAFETY: created on `device` by `new`; the recorder's caller lets every command buffer
         // that uses it finish before dropping the recorder (its Contract).
         unsafe { self.device.destroy_pipeline(self.pipeline, None) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_threads;
+
+    #[test]
+    fn work_on_threads_comes_back_in_the_items_order() {
+        let items: Vec<u32> = (0..37).collect();
+        let threads = std::sync::Mutex::new(std::collections::HashSet::new());
+        let doubled = on_threads(
+            &items,
+            |&i| {
+                threads.lock().unwrap().insert(std::thread::current().id());
+                2 * i
+            },
+            || u32::MAX,
+        );
+        assert_eq!(doubled, items.iter().map(|i| 2 * i).collect::<Vec<_>>());
+        let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
+        assert_eq!(threads.lock().unwrap().len(), cores.min(items.len()), "one thread a share");
+        assert!(on_threads(&[] as &[u32], |&i| i, || 0).is_empty());
+    }
+
+    #[test]
+    fn a_panicking_thread_gives_lost_for_its_items_only() {
+        let items: Vec<u32> = (0..8).collect();
+        if std::thread::available_parallelism().map_or(1, |t| t.get()) < 2 {
+            return;
+        }
+        let out = on_threads(
+            &items,
+            |&i| {
+                assert!(i != 0, "item 0 panics");
+                i
+            },
+            || u32::MAX,
+        );
+        // Item 0's thread made items 0, t, 2t, ...: each of them lost, every other item made.
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(items.len());
+        for (i, v) in out.iter().enumerate() {
+            let lost = i % threads == 0;
+            assert_eq!(*v, if lost { u32::MAX } else { i as u32 }, "item {i}");
+        }
     }
 }

@@ -58,19 +58,19 @@ pub(crate) fn chain_module(payload: Payload, width: KeyWidth, chain: &[u32]) -> 
 
 /// The bandwidth probe (a vec4 copy).
 #[cfg_attr(not(feature = "study"), allow(dead_code))]
-pub(crate) fn copy_probe() -> Result<&'static [u32]> {
-    COPY.words()
+pub(crate) fn copy_probe() -> &'static Embedded {
+    &COPY
 }
 
 /// The `dispatch_args` kernel.
-pub(crate) fn dispatch_args_module() -> Result<&'static [u32]> {
-    DISPATCH_ARGS.words()
+pub(crate) fn dispatch_args_module() -> &'static Embedded {
+    &DISPATCH_ARGS
 }
 
 /// The empty dispatch probe.
 #[cfg_attr(not(feature = "study"), allow(dead_code))]
-pub(crate) fn empty_probe() -> Result<&'static [u32]> {
-    EMPTY.words()
+pub(crate) fn empty_probe() -> &'static Embedded {
+    &EMPTY
 }
 
 #[cfg(test)]
@@ -92,9 +92,9 @@ mod tests {
                 }
             }
         }
-        assert_eq!(copy_probe().expect("decodes").first(), Some(&MAGIC));
-        assert_eq!(empty_probe().expect("decodes").first(), Some(&MAGIC));
-        assert_eq!(dispatch_args_module().expect("decodes").first(), Some(&MAGIC));
+        assert_eq!(copy_probe().words().expect("decodes").first(), Some(&MAGIC));
+        assert_eq!(empty_probe().words().expect("decodes").first(), Some(&MAGIC));
+        assert_eq!(dispatch_args_module().words().expect("decodes").first(), Some(&MAGIC));
     }
 
     #[test]
