@@ -444,8 +444,8 @@ fn create_pipelines(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
-    // One module per distinct SPIR-V, shared by the pipelines specialised from it; each decoded
-    // and handed to the driver on a thread of its own, as the largest take milliseconds apiece.
+    // One module per distinct SPIR-V, shared by the pipelines specialised from it; the modules are
+    // decoded and handed to the driver on the machine's threads, as the largest take milliseconds.
     let mut distinct: Vec<&'static Embedded> = Vec::new();
     for job in jobs {
         if !distinct.iter().any(|m| std::ptr::eq(*m, job.code)) {
