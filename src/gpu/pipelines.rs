@@ -457,7 +457,8 @@ fn create_pipelines(
         // SAFETY: `code` is SPIR-V that build.rs compiled for Vulkan 1.1.
         unsafe { device.create_shader_module(&info, None) }.map_err(Error::vk("vkCreateShaderModule"))
     };
-    let lost = || Err(Error::Build { what: "a thread making shader modules panicked".into() });
+    // A thread that panicked stands as the driver's unknown error, as in the pipeline phase below.
+    let lost = || Err(Error::vk("vkCreateShaderModule")(vk::Result::ERROR_UNKNOWN));
     let made: Vec<Result<vk::ShaderModule>> = on_threads(&distinct, make_module, lost);
     let modules: Vec<vk::ShaderModule> =
         made.iter().map(|m| *m.as_ref().unwrap_or(&vk::ShaderModule::null())).collect();
@@ -688,14 +689,14 @@ mod tests {
         let doubled = on_threads(
             &items,
             |&i| {
-                threads.lock().unwrap().insert(std::thread::current().id());
+                threads.lock().expect("no thread panicked").insert(std::thread::current().id());
                 2 * i
             },
             || u32::MAX,
         );
         assert_eq!(doubled, items.iter().map(|i| 2 * i).collect::<Vec<_>>());
         let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
-        assert_eq!(threads.lock().unwrap().len(), cores.min(items.len()), "one thread a share");
+        assert_eq!(threads.lock().expect("no thread panicked").len(), cores.min(items.len()), "one thread a share");
         assert!(on_threads(&[] as &[u32], |&i| i, || 0).is_empty());
     }
 
