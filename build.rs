@@ -19,7 +19,7 @@ mod abi;
 #[path = "src/segment.rs"]
 mod segment;
 
-use abi::{Form, ModuleKey, PassKind};
+use abi::{Form, KernelFamily, ModuleKey, PassKind};
 
 /// What refreshes the committed SPIR-V, for the messages that ask for it.
 const REFRESH: &str = "BITONIC_VK_UPDATE_SPIRV=1 cargo build --release";
@@ -27,7 +27,7 @@ const REFRESH: &str = "BITONIC_VK_UPDATE_SPIRV=1 cargo build --release";
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for path in ["glsl", "spirv", "build.rs", "src/abi/table.rs", "src/segment.rs"] {
+    for path in ["glsl", "glsl/unrolled", "spirv", "build.rs", "src/abi/table.rs", "src/segment.rs"] {
         println!("cargo:rerun-if-changed={path}");
     }
 
@@ -51,7 +51,7 @@ fn jobs(glsl: &Path) -> Vec<Job> {
     let mut jobs: Vec<Job> = modules()
         .into_iter()
         .map(|key| Job {
-            source: glsl.join(format!("{}.comp", key.kind.name())),
+            source: family_dir(glsl, key.family).join(source_file(&key)),
             macros: abi::macros(&key),
             // The shaped build goes to the driver unoptimised: spirv-opt would inline every chunk
             // kind and size into each of its eight slots, not knowing the constants.
@@ -72,18 +72,36 @@ fn jobs(glsl: &Path) -> Vec<Job> {
     jobs
 }
 
-/// Every module: each kernel in its plain form for every payload and width it runs, its other
-/// forms, and a chain module for each chain [`abi::CHAIN_BUILDS`] asks for.
+/// Where a family's kernels are: glsl/ or glsl/unrolled/.
+fn family_dir(glsl: &Path, family: KernelFamily) -> PathBuf {
+    match family {
+        KernelFamily::Compact => glsl.to_path_buf(),
+        KernelFamily::Unrolled => glsl.join("unrolled"),
+    }
+}
+
+/// The file of a module's kernel: its kind's, but for the compact family's subgroup tile sort.
+fn source_file(key: &ModuleKey) -> String {
+    match (key.family, key.form) {
+        (KernelFamily::Compact, Form::Small | Form::SmallTwoSlots) => "small_sort.comp".into(),
+        _ => format!("{}.comp", key.kind.name()),
+    }
+}
+
+/// Every module: each kernel of each family in its plain form for every payload and width it
+/// runs, its other forms, and a chain module for each chain [`abi::CHAIN_BUILDS`] asks for.
 fn modules() -> Vec<ModuleKey> {
     let mut keys = Vec::new();
-    for kind in PassKind::ALL {
-        for (payload, width) in abi::BUILDS {
+    for (family, kind) in
+        [KernelFamily::Unrolled, KernelFamily::Compact].into_iter().flat_map(|f| PassKind::ALL.map(|k| (f, k)))
+    {
+        for (payload, width) in abi::builds(family) {
             if abi::module_payload(kind, payload) != payload {
                 continue;
             }
-            let forms = std::iter::once(Form::Plain).chain(abi::extra_forms(kind, payload, width));
-            keys.extend(forms.map(|form| ModuleKey { kind, width, payload, form }));
-            if kind != PassKind::SegmentMerge {
+            let forms = std::iter::once(Form::Plain).chain(abi::extra_forms(family, kind, payload, width));
+            keys.extend(forms.map(|form| ModuleKey { family, kind, width, payload, form }));
+            if kind != PassKind::SegmentMerge || family == KernelFamily::Compact {
                 continue;
             }
             let mut chains: Vec<Vec<u32>> = Vec::new();
@@ -100,15 +118,15 @@ fn modules() -> Vec<ModuleKey> {
             chains.sort();
             for chain in chains {
                 let chain: &'static [u32] = Box::leak(chain.into_boxed_slice());
-                keys.push(ModuleKey { kind, width, payload, form: Form::Chain(chain) });
+                keys.push(ModuleKey { family, kind, width, payload, form: Form::Chain(chain) });
             }
         }
     }
     keys
 }
 
-/// The `.spv` file of a module: kernel, payload, width and form, e.g.
-/// `segment_merge.keys32.chain-13-13-9.spv`.
+/// The `.spv` file of a module: kernel, family, payload, width and form, e.g.
+/// `segment_merge.keys32.chain-13-13-9.spv`, `tile_sort-compact.pairs64.looping.spv`.
 fn module_file(key: &ModuleKey) -> String {
     let payload = match key.payload {
         abi::Payload::Keys => "keys",
@@ -124,7 +142,11 @@ fn module_file(key: &ModuleKey) -> String {
         Form::Shaped => ".shaped".into(),
         Form::Chain(codes) => format!(".chain-{}", codes.iter().map(u32::to_string).collect::<Vec<_>>().join("-")),
     };
-    format!("{}.{payload}{width}{form}.spv", key.kind.name())
+    let family = match key.family {
+        KernelFamily::Unrolled => "",
+        KernelFamily::Compact => "-compact",
+    };
+    format!("{}{family}.{payload}{width}{form}.spv", key.kind.name())
 }
 
 /// One module to compile: its source, macros, and the `.spv` file it goes to.
@@ -264,7 +286,8 @@ fn modules_rs(jobs: &[Job], spirv: &Path) -> String {
         };
         writeln!(
             s,
-            "    (ModuleKey {{ kind: PassKind::{:?}, width: KeyWidth::{:?}, payload: Payload::{:?}, form: {form} }}, {}),",
+            "    (ModuleKey {{ family: KernelFamily::{:?}, kind: PassKind::{:?}, width: KeyWidth::{:?}, payload: Payload::{:?}, form: {form} }}, {}),",
+            key.family,
             key.kind,
             key.width,
             key.payload,
@@ -312,7 +335,8 @@ mod compile {
         let spirv = out.join("spirv");
         fs::create_dir_all(&spirv).unwrap_or_else(|e| panic!("cannot create {}: {e}", spirv.display()));
         let sources = sources_digest(glsl, out);
-        compile_all(&compiler, jobs, &[glsl.to_path_buf(), out.to_path_buf()], &spirv, sources);
+        let includes = [glsl.to_path_buf(), family_dir(glsl, KernelFamily::Unrolled), out.to_path_buf()];
+        compile_all(&compiler, jobs, &includes, &spirv, sources);
         check_committed(jobs, &spirv, committed);
         compile_particle_shaders(&compiler, &glsl.join("particles"), &out.join("particles"));
         spirv
@@ -405,10 +429,11 @@ mod compile {
     }
 
     /// A digest of every input a module's SPIR-V depends on besides its macros: the code (not the
-    /// comments) of the shaders in `glsl/` and of the generated header.
+    /// comments) of the shaders in `glsl/` and `glsl/unrolled/` and of the generated header.
     fn sources_digest(glsl: &Path, out: &Path) -> u64 {
-        let mut files: Vec<PathBuf> = fs::read_dir(glsl)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", glsl.display()))
+        let mut files: Vec<PathBuf> = [glsl.to_path_buf(), family_dir(glsl, KernelFamily::Unrolled)]
+            .iter()
+            .flat_map(|dir| fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())))
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|p| p.is_file())
             .collect();

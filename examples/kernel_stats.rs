@@ -16,7 +16,7 @@ use std::ffi::CStr;
 use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use bitonic_vk::hooks::{each_kernel, Payload, Shape};
-use bitonic_vk::{ContextDesc, KeyWidth, Tuning};
+use bitonic_vk::{ContextDesc, KernelFamily, KeyWidth, Tuning};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -37,6 +37,9 @@ struct Args {
     /// many elements.
     #[arg(long, default_value_t = 1 << 20)]
     n: u32,
+    /// The build of the kernels: compact or unrolled (default: the sorter's for the device).
+    #[arg(long)]
+    kernels: Option<String>,
 }
 
 fn main() -> Result<()> {
@@ -46,6 +49,12 @@ fn main() -> Result<()> {
     tuning.max_fused_substages = args.max_fused;
     tuning.local_workgroup_size = args.local_wg;
     tuning.local_chunk_substages = args.local_chunk;
+    tuning.kernels = match args.kernels.as_deref() {
+        None => None,
+        Some("compact") => Some(KernelFamily::Compact),
+        Some("unrolled") => Some(KernelFamily::Unrolled),
+        Some(other) => bail!("--kernels {other}: compact or unrolled"),
+    };
     // SAFETY: loads the system's Vulkan loader; `entry` outlives every object made from it.
     let entry = unsafe { ash::Entry::load() }.context("no Vulkan loader")?;
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);

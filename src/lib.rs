@@ -69,6 +69,7 @@ pub mod wgpu;
 #[doc(hidden)]
 pub mod hooks;
 
+pub use abi::KernelFamily;
 pub use context::{list_devices, Context, ContextDesc, DeviceList, DeviceSelector, DEVICE_ENV, VALIDATION_ENV};
 pub use device::{DeviceInfo, DeviceLimits, DeviceType};
 pub use error::{Error, Result};

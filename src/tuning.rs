@@ -3,7 +3,7 @@
 //! rules are pure functions of the device's limits and the sort's size, tested on the CPU; each
 //! empirical threshold was measured on a GPU, and docs/LEVERS.md has the row behind it.
 
-use crate::abi::{KeyWidth, PassKind, Payload};
+use crate::abi::{KernelFamily, KeyWidth, PassKind, Payload};
 use crate::device::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::segment::{segment_passes, SegmentRuns, SEGMENT_MIN_RUN_LOG2};
@@ -53,6 +53,10 @@ pub struct Tuning {
     /// tile: by default where only that tile gives a sort segment passes of one coset per
     /// workgroup; `Some(true)` always (needs `shaderInt16`); `Some(false)` never.
     pub tile_origins: Option<bool>,
+    /// Which build of the local and global kernels a binding runs: by default the compact kernels
+    /// on a CPU device and the unrolled ones on a GPU ([`Sizing::family`]). Tiles of origins have
+    /// unrolled kernels alone.
+    pub kernels: Option<KernelFamily>,
 }
 
 /// The most elements one sort can take: the shaders index with 32-bit integers and the last
@@ -531,6 +535,8 @@ pub struct Sizing {
 /// What [`Sizing::binding`] decides for a binding: its payload, tiles, chunk and workgroups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BindingShape {
+    /// The build of its kernels.
+    pub family: KernelFamily,
     /// The payload its kernels are built for.
     pub payload: Payload,
     /// The geometry of its passes.
@@ -599,6 +605,8 @@ impl Sizing {
         }
         let origins = match self.origins {
             Some(choice) => choice,
+            // The compact kernels have no build of origins.
+            None if self.family(Payload::Pairs) == KernelFamily::Compact => false,
             None => match capacity.checked_next_power_of_two() {
                 Some(network) if !batched => {
                     self.segment_tile(Payload::Pairs, width, capacity)?.is_none()
@@ -620,7 +628,19 @@ impl Sizing {
         let tuning = Tuning { max_tile: Some(self.tuning.max_tile.map_or(sized, |cap| cap.min(sized))), ..self.tuning };
         let (geometry, local_wg) = geometry(&self.limits, payload, width, &tuning, self.cpu)?;
         let chunk = local_chunk(payload, width, &geometry, capacity, segment_tile, &self.tuning);
-        Ok(BindingShape { payload, geometry, local_wg, chunk })
+        Ok(BindingShape { family: self.family(payload), payload, geometry, local_wg, chunk })
+    }
+
+    /// The one place that picks the build of a binding's kernels: the knob's, else the compact
+    /// kernels on a CPU device and the unrolled ones on a GPU, where the compact ones have not yet
+    /// been timed against them; tiles of origins have unrolled kernels alone.
+    pub fn family(&self, payload: Payload) -> KernelFamily {
+        match (payload, self.tuning.kernels) {
+            (Payload::PairsOrigins, _) => KernelFamily::Unrolled,
+            (_, Some(family)) => family,
+            (_, None) if self.cpu => KernelFamily::Compact,
+            (_, None) => KernelFamily::Unrolled,
+        }
     }
 
     /// Whether a sort of n elements takes a segment plan: as asked, or by [`segments_pay`].

@@ -251,9 +251,24 @@ pub enum Form {
     Chain(&'static [u32]),
 }
 
+/// The two builds of the local and global kernels: each kernel's module of the unrolled family
+/// holds every chunk size and variant inlined as literals; the compact family runs one network per
+/// chunk in rolled loops, its sizes from the specialization constants (glsl/, beside the unrolled
+/// family's glsl/unrolled/). The tile sort's subgroup form (`Form::Small`) is one module for both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KernelFamily {
+    /// glsl/unrolled/.
+    #[default]
+    Unrolled,
+    /// glsl/.
+    Compact,
+}
+
 /// One SPIR-V module: which kernel, for which keys and payload, in which form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleKey {
+    /// The family.
+    pub family: KernelFamily,
     /// The kernel.
     pub kind: PassKind,
     /// The key width.
@@ -283,11 +298,20 @@ pub fn module_payload(kind: PassKind, payload: Payload) -> Payload {
     }
 }
 
-/// The forms other than [`Form::Plain`] and [`Form::Chain`] that a kernel is built in for a
-/// payload and key width.
-pub fn extra_forms(kind: PassKind, payload: Payload, width: KeyWidth) -> Vec<Form> {
+/// The payloads and widths a family is built for: the compact family has no tiles of origins.
+pub fn builds(family: KernelFamily) -> Vec<(Payload, KeyWidth)> {
+    BUILDS
+        .into_iter()
+        .filter(|(payload, _)| family == KernelFamily::Unrolled || *payload != Payload::PairsOrigins)
+        .collect()
+}
+
+/// The forms other than [`Form::Plain`] and [`Form::Chain`] that a kernel of a family is built in
+/// for a payload and key width.
+pub fn extra_forms(family: KernelFamily, kind: PassKind, payload: Payload, width: KeyWidth) -> Vec<Form> {
     let narrow = width == KeyWidth::Bits32;
     match kind {
+        PassKind::SegmentMerge if family == KernelFamily::Compact => vec![Form::Looping],
         PassKind::TileSort => {
             let mut forms = vec![Form::Looping];
             // Origins' tiles of at most 2048 pairs fit shared memory with their values.

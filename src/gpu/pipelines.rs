@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use ash::vk;
 
-use crate::abi::{spec, DispatchRule, Form, KeyWidth, PassKind, Payload, PushConstants, ARGS_PER_DISPATCH};
+use crate::abi::{
+    spec, DispatchRule, Form, KernelFamily, KeyWidth, PassKind, Payload, PushConstants, ARGS_PER_DISPATCH,
+};
 use crate::device::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::network::Pass;
@@ -225,18 +227,28 @@ impl Kernels {
         Kernels { device: device.clone(), pipelines: BTreeMap::new(), key, sizing: *sizing, creation, every_shape }
     }
 
-    /// The local kernels' constants.
+    /// The local kernels' constants. The compact kernels take a workgroup of at most a tile (a
+    /// batch of loads lies in the tile) and chunks of at most log2 of the tile (a chunk's group
+    /// lies in the tile); the plan does not depend on either.
     fn local_constants(&self) -> Constants {
-        Constants::new(&self.key, self.key.shape.local_wg, self.key.shape.chunk)
+        let BindingShape { family, geometry, local_wg, chunk, .. } = self.key.shape;
+        match family {
+            KernelFamily::Unrolled => Constants::new(&self.key, local_wg, chunk),
+            KernelFamily::Compact => {
+                Constants::new(&self.key, local_wg.min(geometry.tile()), chunk.min(geometry.tile_log2))
+            }
+        }
     }
 
     /// The SPIR-V and constants of `slot`; None for a shaped slot without a module (its passes
     /// run the plain segment_merge).
     fn source(&self, slot: Slot) -> Result<Option<Job>> {
-        let BindingShape { payload, geometry, local_wg, chunk } = self.key.shape;
+        let BindingShape { family, payload, geometry, local_wg, chunk } = self.key.shape;
         let width = self.key.width;
         let local = self.local_constants();
-        let built = |kind, form| module(kind, payload, width, form).ok_or_else(|| missing(kind, payload, width));
+        let built = |kind, form| {
+            module(family, kind, payload, width, form).ok_or_else(|| missing(family, kind, payload, width))
+        };
         let plain =
             |(code, constants)| Job { code, constants, stage_flags: vk::PipelineShaderStageCreateFlags::empty() };
         Ok(Some(match slot {
@@ -247,7 +259,7 @@ impl Kernels {
                     2 if payload == Payload::Keys => Form::SmallTwoSlots,
                     _ => Form::Small,
                 };
-                match module(PassKind::TileSort, payload, width, small_form)
+                match module(family, PassKind::TileSort, payload, width, small_form)
                     .filter(|_| small_tile_sort(&self.sizing.limits, payload, width, tile, local_wg, chunk))
                 {
                     Some(m) => {
@@ -258,28 +270,32 @@ impl Kernels {
                             stage_flags: self.subgroups(wg),
                         }
                     }
-                    None => plain((required(PassKind::TileSort, payload, width)?, local)),
+                    None => plain((built(PassKind::TileSort, Form::Plain)?, local)),
                 }
             }
             Slot::TileSort { looping: true } => plain((built(PassKind::TileSort, Form::Looping)?, local)),
             Slot::LocalMerge { window } => {
-                plain((required(PassKind::LocalMerge, payload, width)?, local.with(spec::WINDOW, window)))
+                plain((built(PassKind::LocalMerge, Form::Plain)?, local.with(spec::WINDOW, window)))
             }
             Slot::GlobalMerge { fused } => {
                 let constants = Constants::new(&self.key, geometry.global_wg, fused);
-                plain((required(PassKind::GlobalMerge, payload, width)?, constants))
+                plain((built(PassKind::GlobalMerge, Form::Plain)?, constants))
             }
-            Slot::SegmentMerge { looping: false } => plain((required(PassKind::SegmentMerge, payload, width)?, local)),
+            Slot::SegmentMerge { looping: false } => plain((built(PassKind::SegmentMerge, Form::Plain)?, local)),
             Slot::SegmentMerge { looping: true } => plain((built(PassKind::SegmentMerge, Form::Looping)?, local)),
+            // The compact family runs every segment pass on its one segment_merge.
+            Slot::Shaped { .. } if family == KernelFamily::Compact => return Ok(None),
             Slot::Shaped { dir, shape } => {
                 // A shape of more chunks than the shaped build holds runs on the plain build.
                 let Some(constants) = shaped_constants(local, chunk, dir, shape) else { return Ok(None) };
                 let code = match chain_module(payload, width, &shape_chain(chunk, dir, shape)) {
                     Some(m) => m,
-                    None if self.every_shape => match module(PassKind::SegmentMerge, payload, width, Form::Shaped) {
-                        Some(m) => m,
-                        None => return Ok(None),
-                    },
+                    None if self.every_shape => {
+                        match module(family, PassKind::SegmentMerge, payload, width, Form::Shaped) {
+                            Some(m) => m,
+                            None => return Ok(None),
+                        }
+                    }
                     None => return Ok(None),
                 };
                 plain((code, constants))
@@ -379,13 +395,10 @@ impl Kernels {
 }
 
 /// The error for a module the variant table does not have.
-fn missing(kind: PassKind, payload: Payload, width: KeyWidth) -> Error {
-    Error::Build { what: format!("no {} module for {payload:?} of {}-byte keys", kind.name(), width.bytes()) }
-}
-
-/// The plain module of a kernel.
-fn required(kind: PassKind, payload: Payload, width: KeyWidth) -> Result<&'static Embedded> {
-    module(kind, payload, width, Form::Plain).ok_or_else(|| missing(kind, payload, width))
+fn missing(family: KernelFamily, kind: PassKind, payload: Payload, width: KeyWidth) -> Error {
+    Error::Build {
+        what: format!("no {family:?} {} module for {payload:?} of {}-byte keys", kind.name(), width.bytes()),
+    }
 }
 
 /// How a recorder creates its kernels' pipelines.

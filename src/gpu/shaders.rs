@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use crate::abi::{module_payload, Form, KeyWidth, ModuleKey, PassKind, Payload};
+use crate::abi::{module_payload, Form, KernelFamily, KeyWidth, ModuleKey, PassKind, Payload};
 use crate::error::{Error, Result};
 
 /// One embedded module: its SPIR-V deflated (the unrolled kernels shrink to about a third), and
@@ -36,10 +36,16 @@ impl Embedded {
 
 include!(concat!(env!("OUT_DIR"), "/modules.rs"));
 
-/// The module of a kernel for a payload, key width and form (not a chain: [`chain_module`]), or
-/// None where the table has none.
-pub(crate) fn module(kind: PassKind, payload: Payload, width: KeyWidth, form: Form) -> Option<&'static Embedded> {
-    let key = ModuleKey { kind, width, payload: module_payload(kind, payload), form };
+/// The module of a kernel of a family for a payload, key width and form (not a chain:
+/// [`chain_module`]), or None where the table has none.
+pub(crate) fn module(
+    family: KernelFamily,
+    kind: PassKind,
+    payload: Payload,
+    width: KeyWidth,
+    form: Form,
+) -> Option<&'static Embedded> {
+    let key = ModuleKey { family, kind, width, payload: module_payload(kind, payload), form };
     MODULES.iter().find(|(k, _)| *k == key).map(|(_, m)| m)
 }
 
@@ -76,7 +82,7 @@ pub(crate) fn empty_probe() -> &'static Embedded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::{extra_forms, BUILDS};
+    use crate::abi::{builds, extra_forms};
 
     #[test]
     fn every_module_of_the_table_is_embedded_as_spirv() {
@@ -84,11 +90,15 @@ mod tests {
         for (key, module) in MODULES.iter() {
             assert_eq!(module.words().expect("decodes").first(), Some(&MAGIC), "{key:?}");
         }
-        for kind in PassKind::ALL {
-            for (payload, width) in BUILDS {
-                assert!(module(kind, payload, width, Form::Plain).is_some(), "{kind:?} {payload:?} {width:?}");
-                for form in extra_forms(kind, module_payload(kind, payload), width) {
-                    assert!(module(kind, payload, width, form).is_some(), "{kind:?} {payload:?} {width:?} {form:?}");
+        for family in [KernelFamily::Unrolled, KernelFamily::Compact] {
+            for kind in PassKind::ALL {
+                for (payload, width) in builds(family) {
+                    let plain = module(family, kind, payload, width, Form::Plain);
+                    assert!(plain.is_some(), "{family:?} {kind:?} {payload:?} {width:?}");
+                    for form in extra_forms(family, kind, module_payload(kind, payload), width) {
+                        let m = module(family, kind, payload, width, form);
+                        assert!(m.is_some(), "{family:?} {kind:?} {payload:?} {width:?} {form:?}");
+                    }
                 }
             }
         }
@@ -99,12 +109,13 @@ mod tests {
 
     #[test]
     fn keys_take_two_slots_in_small_tiles_of_their_own_module() {
-        let four = module(PassKind::TileSort, Payload::Keys, KeyWidth::Bits32, Form::Small);
-        let two = module(PassKind::TileSort, Payload::Keys, KeyWidth::Bits32, Form::SmallTwoSlots);
+        let small = |payload, width, form| module(KernelFamily::Unrolled, PassKind::TileSort, payload, width, form);
+        let four = small(Payload::Keys, KeyWidth::Bits32, Form::Small);
+        let two = small(Payload::Keys, KeyWidth::Bits32, Form::SmallTwoSlots);
         let words = |m: Option<&'static Embedded>| m.map(|m| m.words().expect("decodes"));
         assert!(four.is_some() && two.is_some() && words(four) != words(two));
-        assert!(module(PassKind::TileSort, Payload::Pairs, KeyWidth::Bits32, Form::SmallTwoSlots).is_none());
-        assert!(module(PassKind::TileSort, Payload::Keys, KeyWidth::Bits64, Form::Small).is_none());
+        assert!(small(Payload::Pairs, KeyWidth::Bits32, Form::SmallTwoSlots).is_none());
+        assert!(small(Payload::Keys, KeyWidth::Bits64, Form::Small).is_none());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The arguments more than one command takes: the device (every command), the tuning knobs, the
 //! order and where the GPU time starts (`bench` and `passes`).
 
-use bitonic_vk::{Context, ContextDesc, DeviceSelector, Error, Order, PipelineCacheDir, Tuning};
+use bitonic_vk::{Context, ContextDesc, DeviceSelector, Error, KernelFamily, Order, PipelineCacheDir, Tuning};
 use clap::{Args, ValueEnum};
 
 #[derive(Args)]
@@ -90,6 +90,34 @@ pub struct TuningArgs {
     /// always, off = never; by default where only that tile gives a sort one coset per workgroup.
     #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     tile_origins: Option<bool>,
+    /// The build of the local and global kernels: compact (one network per chunk size, loops
+    /// rolled) or unrolled (every chunk size inlined); default compact on a CPU device, unrolled on
+    /// a GPU.
+    #[arg(long, value_name = "compact|unrolled")]
+    kernels: Option<KernelsArg>,
+}
+
+/// A build of the kernels on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KernelsArg {
+    Compact,
+    Unrolled,
+}
+
+impl KernelsArg {
+    pub fn family(self) -> KernelFamily {
+        match self {
+            KernelsArg::Compact => KernelFamily::Compact,
+            KernelsArg::Unrolled => KernelFamily::Unrolled,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelsArg::Compact => "compact",
+            KernelsArg::Unrolled => "unrolled",
+        }
+    }
 }
 
 impl TuningArgs {
@@ -106,6 +134,7 @@ impl TuningArgs {
         t.segment_run_long = self.segment_run_long;
         t.shaped_segments = self.shaped_segments;
         t.tile_origins = self.tile_origins;
+        t.kernels = self.kernels.map(KernelsArg::family);
         t
     }
 }

@@ -11,7 +11,7 @@ use bitonic_vk::{ContextDesc, PipelineCacheDir, Sorter, SorterDesc};
 use clap::{Args, ValueEnum as _};
 use serde::{Deserialize, Serialize};
 
-use crate::args::GpuArgs;
+use crate::args::{GpuArgs, KernelsArg};
 use crate::bench::Payload;
 use crate::data::KeyType;
 use crate::failure::Failure;
@@ -35,6 +35,9 @@ pub struct StartupArgs {
     /// Write every row as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// The build of the kernels (default: compact on a CPU device, unrolled on a GPU).
+    #[arg(long, value_name = "compact|unrolled")]
+    kernels: Option<KernelsArg>,
     /// Times one case in this process and prints it as JSON (what the runs above are).
     #[arg(long, hide = true, value_name = "TYPE,PAYLOAD,N")]
     one: Option<String>,
@@ -68,7 +71,7 @@ struct Row {
 
 pub fn run(gpu: &GpuArgs, args: &StartupArgs) -> Result<(), Failure> {
     if let Some(case) = &args.one {
-        return one(gpu, case, args.cache_dir.clone());
+        return one(gpu, case, args.cache_dir.clone(), args.kernels);
     }
     let json_out = output::open_beside_table("--json", args.json.as_ref())?;
     let exe = std::env::current_exe().map_err(|e| Failure::Run(anyhow!("cannot find this program's path: {e}")))?;
@@ -112,8 +115,8 @@ pub fn run(gpu: &GpuArgs, args: &StartupArgs) -> Result<(), Failure> {
                     // A fresh folder: the cold run finds no cache and writes one; the warm runs read it.
                     let dir = tempfile::tempdir()
                         .map_err(|e| Failure::Run(anyhow!("cannot make a temporary pipeline cache folder: {e}")))?;
-                    cold.push(child(&exe, gpu, &case, dir.path())?);
-                    warm.push(child(&exe, gpu, &case, dir.path())?);
+                    cold.push(child(&exe, gpu, args, &case, dir.path())?);
+                    warm.push(child(&exe, gpu, args, &case, dir.path())?);
                 }
                 let (cold, warm) = (median(cold), median(warm));
                 let ms = |us: f64| us / 1000.0;
@@ -154,9 +157,18 @@ pub fn run(gpu: &GpuArgs, args: &StartupArgs) -> Result<(), Failure> {
 }
 
 /// Runs `--one case` in a new process with the pipeline cache in `dir`.
-fn child(exe: &std::path::Path, gpu: &GpuArgs, case: &str, dir: &std::path::Path) -> Result<Run, Failure> {
+fn child(
+    exe: &std::path::Path,
+    gpu: &GpuArgs,
+    args: &StartupArgs,
+    case: &str,
+    dir: &std::path::Path,
+) -> Result<Run, Failure> {
     let mut command = Command::new(exe);
     command.args(["startup", "--one", case, "--cache-dir"]).arg(dir);
+    if let Some(kernels) = args.kernels {
+        command.args(["--kernels", kernels.name()]);
+    }
     if let Some(device) = &gpu.device {
         command.args(["--device", device]);
     }
@@ -179,7 +191,7 @@ fn median(mut runs: Vec<Run>) -> Run {
 }
 
 /// Times one case here and prints it as JSON.
-fn one(gpu: &GpuArgs, case: &str, cache_dir: Option<PathBuf>) -> Result<(), Failure> {
+fn one(gpu: &GpuArgs, case: &str, cache_dir: Option<PathBuf>, kernels: Option<KernelsArg>) -> Result<(), Failure> {
     let bad = || Failure::Input(anyhow!("--one takes TYPE,keys|pairs,N, not `{case}`"));
     let mut parts = case.split(',');
     let (Some(key_type), Some(payload), Some(n), None) = (parts.next(), parts.next(), parts.next(), parts.next())
@@ -197,7 +209,9 @@ fn one(gpu: &GpuArgs, case: &str, cache_dir: Option<PathBuf>) -> Result<(), Fail
         ContextDesc { pipeline_cache: cache_dir.map_or(PipelineCacheDir::Off, PipelineCacheDir::At), ..gpu.desc() };
     let ctx = bitonic_vk::Context::new(&desc)?;
     let device = format!("{} ({})", ctx.device_info().name, ctx.device_info().driver);
-    let mut sorter = Sorter::new(&ctx, &SorterDesc::default())?;
+    let mut desc = SorterDesc::default();
+    desc.tuning.kernels = kernels.map(KernelsArg::family);
+    let mut sorter = Sorter::new(&ctx, &desc)?;
     let startup = sorter.time_startup(key_type.kind(), pairs, n)?;
     drop(sorter);
     ctx.save_pipeline_cache()?;
