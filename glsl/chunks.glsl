@@ -61,7 +61,7 @@ void run_chunk(uint kind, uint k, uint a, uint m) {
     [[unroll]] for (uint b = 0u; b < C; b++) {
         sv[b] = swizzle(v[b]);
     }
-    for (uint g = gl_LocalInvocationID.x; g < (TILE >> C); g += WG_SIZE) {
+    [[dont_unroll]] for (uint g = gl_LocalInvocationID.x; g < (TILE >> C); g += WG_SIZE) {
         uint x = g << (C - m);
         uint rep = ((x & ((1u << free_low) - 1u)) << l0) | ((x >> free_low) << h);
         uint addr[32];
@@ -90,7 +90,7 @@ void chained_stages(uint first, uint last) {
     // Substages of stage k already run: 0 = none, the next is its flip.
     uint o = 0u;
     uint left = (first + last) * (last - first + 1u) / 2u;
-    while (left > 0u) {
+    [[dont_unroll]] while (left > 0u) {
         uint m = min(C, left);
         uint kind = CHUNK_HALF;
         uint p = k - 1u - o;
@@ -121,7 +121,7 @@ void chained_stages(uint first, uint last) {
 // A local merge: the half-cleaners of strides TILE/2 .. 1.
 void tile_half_cleaners() {
     uint left = uint(findMSB(TILE));
-    for (uint p = left - 1u; left > 0u; p -= C) {
+    [[dont_unroll]] for (uint p = left - 1u; left > 0u; p -= C) {
         uint m = min(C, left);
         run_chunk(CHUNK_HALF, p, 0u, m);
         left -= m;
@@ -132,7 +132,7 @@ void tile_half_cleaners() {
 // `rest` half-cleaners (strides 2^(rest-1) .. 1), then on into stage k+1. A chunk that would hold
 // the end of a stage and the start of the next crosses the boundary where C substages are left.
 void segment_chain(uint k, uint rest, bool flip, uint left) {
-    while (left > 0u) {
+    [[dont_unroll]] while (left > 0u) {
         uint m = min(C, left);
         uint kind = CHUNK_HALF;
         uint p = rest - 1u;

@@ -31,7 +31,7 @@ uint local_element(uint i) {
 // Windows: slots per window group, and groups per invocation per batch (their slots fill the
 // registers a batch of loads takes twice over).
 const uint WINDOW_SLOTS = 1u << WINDOW;
-const uint WINDOW_GROUPS = WINDOW == 1u ? BATCH : (BATCH > 1u ? BATCH / 2u : 1u);
+const uint WINDOW_GROUPS = WINDOW == 1u ? LOADS : (LOADS > 1u ? LOADS / 2u : 1u);
 
 // Slot s of window group j (j < TILE), relative to the window: offset j of tile s, except that
 // with `flip` the upper half of the slots holds the mirrors, in the window, of the lower half.
@@ -73,7 +73,7 @@ void window_network(uint o, bool flip) {
 void window_substage(uint base, bool flip) {
     uint first = batch_base() + base;
     uint lid = gl_LocalInvocationID.x;
-    for (uint j0 = 0u; j0 < TILE; j0 += WINDOW_GROUPS * WG_SIZE) {
+    [[dont_unroll]] for (uint j0 = 0u; j0 < TILE; j0 += WINDOW_GROUPS * WG_SIZE) {
         // Every load of a batch before the first comparator.
         [[unroll]] for (uint r = 0u; r < WINDOW_GROUPS * WINDOW_SLOTS; r++) {
             uint i = window_element(j0 + (r >> WINDOW) * WG_SIZE + lid, r & (WINDOW_SLOTS - 1u), flip);
@@ -125,7 +125,7 @@ void main() {
     } else if (ahead && t < full) {
         load_ahead(t * TILE + lid);
     }
-    for (uint first = t; t < end; t += stride) {
+    [[dont_unroll]] for (uint first = t; t < end; t += stride) {
         if (ahead && t < full) {
             store_ahead();
         } else if (WINDOW == 0u || t != first) {

@@ -1,8 +1,8 @@
 // network.glsl: the register side of the local kernels: their sizes, the register slots, the
 // compare-exchange, the one network every chunk runs, and the register stages of the tile sort.
 // Defines read: CHUNK and SLOTS (a module built for one chunk size and one batch of elements per
-// invocation), else the sizes come from the specialization constants and the driver unrolls the
-// loops over them.
+// invocation), else the sizes come from the specialization constants FUSED and BATCH and the
+// driver unrolls the loops over them.
 //
 // A chunk runs C consecutive substages of the network on groups of 2^C elements, one group per
 // invocation at a time, in registers. Slot s of a group holds element rep ^ (the XOR of v[b] for
@@ -13,11 +13,10 @@
 // in decreasing slot order and one copy of each substage serves every chunk.
 #ifdef CHUNK
 const uint C = uint(CHUNK);
-const uint BATCH = uint(SLOTS);
+const uint LOADS = uint(SLOTS);
 #else
 const uint C = FUSED;
-const uint PER_INVOCATION = TILE / WG_SIZE;
-const uint BATCH = PER_INVOCATION > 16u ? 16u : (PER_INVOCATION < 1u ? 1u : PER_INVOCATION);
+const uint LOADS = BATCH;
 #endif
 // Slots of a chunk group, and its mirror bit.
 const uint CS = 1u << C;

@@ -112,7 +112,7 @@ void main() {
     if (ahead) {
         load_ahead(element_of(lid, group));
     }
-    for (bool more = true; more; group += stride) {
+    [[dont_unroll]] for (bool more = true; more; group += stride) {
         uint lid_element = element_of(lid, group);
         uint next = group + stride;
         more = LOOPING_FORM && element_of(0u, next) < N;

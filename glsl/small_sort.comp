@@ -137,8 +137,8 @@ void main() {
     // Stage s: its flip (element i against i ^ (2^s - 1)), then its half-cleaners, each substage
     // q on index bit q (from s-1 down) between invocations, down to the registers' bits. Rolled:
     // one copy of each kind of substage in the module.
-    for (uint s = BITS + 1u; s <= shape; s++) {
-        for (uint q = s - 1u; q >= BITS; q--) {
+    [[dont_unroll]] for (uint s = BITS + 1u; s <= shape; s++) {
+        [[dont_unroll]] for (uint q = s - 1u; q >= BITS; q--) {
             bool flip = q == s - 1u;
             uint mask = flip ? (2u << q) - 1u : 1u << q;
             bool keep_min = ((t >> (q - BITS)) & 1u) == 0u;

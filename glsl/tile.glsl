@@ -1,5 +1,5 @@
 // tile.glsl: the shared-memory tile of the local kernels (tile_sort, local_merge, segment_merge)
-// and the moves between it and the buffers, BATCH elements per invocation at a time (the host
+// and the moves between it and the buffers, LOADS elements per invocation at a time (the host
 // keeps WG_SIZE <= TILE, so a batch lies inside the tile). A workgroup's tile holds TILE
 // elements: consecutive ones, or a segment pass's coset. The kernel says which with local_element,
 // the element offset of local index i, linear over GF(2): the element of local index
@@ -27,18 +27,18 @@ uint local_element(uint i);
 uint slot_elements[16];
 
 void set_slot_elements() {
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         slot_elements[r] = local_element(r * WG_SIZE);
     }
 }
 
-// Local indices i0 + r * WG_SIZE + lid (r < BATCH) into slots 0..BATCH-1, every load issued before
+// Local indices i0 + r * WG_SIZE + lid (r < LOADS) into slots 0..LOADS-1, every load issued before
 // the first is used; KEY_MAX for a virtual element. Keys become images where the pass maps them.
 void load_batch(uint lid_element, uint i0) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     uint first = batch_base();
     uint e0 = lid_element ^ local_element(i0);
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         uint e = e0 ^ slot_elements[r];
         r_key[r] = KEY_MAX;
         VALUES(r_value[r] = 0u;)
@@ -50,12 +50,12 @@ void load_batch(uint lid_element, uint i0) {
     }
 }
 
-// Slots 0..BATCH-1 back to their real elements, as keys where the pass stores keys.
+// Slots 0..LOADS-1 back to their real elements, as keys where the pass stores keys.
 void store_batch(uint lid_element, uint i0) {
     bool map = stores_keys();
     uint first = batch_base();
     uint e0 = lid_element ^ local_element(i0);
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         uint e = e0 ^ slot_elements[r];
         if (e < N) {
             keys[first + e] = map ? from_image(r_key[r]) : r_key[r];
@@ -65,7 +65,7 @@ void store_batch(uint lid_element, uint i0) {
 }
 
 void batch_to_shared(uint i0) {
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         uint i = i0 + r * WG_SIZE + gl_LocalInvocationID.x;
         s_keys[swizzle(i)] = r_key[r];
         VALUES(s_values[swizzle(i)] = r_value[r];)
@@ -73,7 +73,7 @@ void batch_to_shared(uint i0) {
 }
 
 void batch_from_shared(uint i0) {
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         uint i = i0 + r * WG_SIZE + gl_LocalInvocationID.x;
         r_key[r] = s_keys[swizzle(i)];
         VALUES(r_value[r] = s_values[swizzle(i)];)
@@ -82,7 +82,7 @@ void batch_from_shared(uint i0) {
 
 // The whole tile into shared memory, then a barrier.
 void load_tile(uint lid_element) {
-    for (uint i0 = 0u; i0 < TILE; i0 += BATCH * WG_SIZE) {
+    [[dont_unroll]] for (uint i0 = 0u; i0 < TILE; i0 += LOADS * WG_SIZE) {
         load_batch(lid_element, i0);
         batch_to_shared(i0);
     }
@@ -90,7 +90,7 @@ void load_tile(uint lid_element) {
 }
 
 void store_tile(uint lid_element) {
-    for (uint i0 = 0u; i0 < TILE; i0 += BATCH * WG_SIZE) {
+    [[dont_unroll]] for (uint i0 = 0u; i0 < TILE; i0 += LOADS * WG_SIZE) {
         batch_from_shared(i0);
         store_batch(lid_element, i0);
     }
@@ -98,13 +98,13 @@ void store_tile(uint lid_element) {
 
 // The looping kernels load their next tile into registers before they run this one, so that the
 // loads are in flight while the chunks run; where one batch holds a tile.
-const bool AHEAD_FITS = TILE <= BATCH * WG_SIZE;
+const bool AHEAD_FITS = TILE <= LOADS * WG_SIZE;
 KEY r_ahead[16];
 VALUES(uint r_ahead_value[16];)
 
 void load_ahead(uint lid_element) {
     load_batch(lid_element, 0u);
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         r_ahead[r] = r_key[r];
         VALUES(r_ahead_value[r] = r_value[r];)
     }
@@ -112,7 +112,7 @@ void load_ahead(uint lid_element) {
 
 // The tile load_ahead holds into shared memory, then a barrier.
 void store_ahead() {
-    [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+    [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         r_key[r] = r_ahead[r];
         VALUES(r_value[r] = r_ahead_value[r];)
     }

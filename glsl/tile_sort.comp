@@ -38,37 +38,37 @@ uint group_position(uint i0, uint r) {
 }
 
 // Stages 1..stages (at most RS) of the tile at `base`, left in shared memory, then a barrier.
-// `held`: slots 0..BATCH-1 hold the tile already (a looping kernel's load ahead). Where a batch
+// `held`: slots 0..LOADS-1 hold the tile already (a looping kernel's load ahead). Where a batch
 // makes whole groups, a full tile's elements are sorted as they are loaded (any elements may make
 // a group of an unsorted tile); a partial tile goes to shared memory first, padded, and its groups
 // are consecutive positions, so that its virtual elements stay above the real ones.
 void register_stages(uint base, uint stages, bool held) {
     uint lid_element = base + gl_LocalInvocationID.x;
-    bool direct = BATCH >= RSIZE && N - base >= TILE;
+    bool direct = LOADS >= RSIZE && N - base >= TILE;
     if (!direct && held) {
         batch_to_shared(0u);
         barrier();
     } else if (!direct) {
         load_tile(lid_element);
     }
-    if (BATCH >= RSIZE) {
-        for (uint i0 = 0u; i0 < TILE; i0 += BATCH * WG_SIZE) {
+    if (LOADS >= RSIZE) {
+        [[dont_unroll]] for (uint i0 = 0u; i0 < TILE; i0 += LOADS * WG_SIZE) {
             if (!direct) {
-                [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+                [[unroll]] for (uint r = 0u; r < LOADS; r++) {
                     r_key[r] = s_keys[swizzle(group_position(i0, r))];
                     VALUES(r_value[r] = s_values[swizzle(group_position(i0, r))];)
                 }
             } else if (!held) {
                 load_batch(lid_element, i0);
             }
-            sort_slots(BATCH, stages);
-            [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+            sort_slots(LOADS, stages);
+            [[unroll]] for (uint r = 0u; r < LOADS; r++) {
                 s_keys[swizzle(group_position(i0, r))] = r_key[r];
                 VALUES(s_values[swizzle(group_position(i0, r))] = r_value[r];)
             }
         }
     } else {
-        for (uint g = gl_LocalInvocationID.x; g < (TILE >> RS); g += WG_SIZE) {
+        [[dont_unroll]] for (uint g = gl_LocalInvocationID.x; g < (TILE >> RS); g += WG_SIZE) {
             [[unroll]] for (uint s = 0u; s < RSIZE; s++) {
                 r_key[s] = s_keys[swizzle(g * RSIZE + s)];
                 VALUES(r_value[s] = s_values[swizzle(g * RSIZE + s)];)
@@ -98,11 +98,11 @@ void main() {
     }
     // A tile whose first element is virtual holds no real one: with a GPU-side count the tile
     // sort is dispatched for n and such workgroups return (the whole workgroup alike).
-    for (; t < tiles; t += stride) {
+    [[dont_unroll]] for (; t < tiles; t += stride) {
         uint base = t * TILE;
         bool held = ahead && t < full;
         if (held) {
-            [[unroll]] for (uint r = 0u; r < BATCH; r++) {
+            [[unroll]] for (uint r = 0u; r < LOADS; r++) {
                 r_key[r] = r_ahead[r];
                 VALUES(r_value[r] = r_ahead_value[r];)
             }

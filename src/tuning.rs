@@ -451,6 +451,21 @@ pub fn max_loop_tiles(cpu: bool, geometry: &Geometry, local_wg: u32, kind: PassK
     (CPU_LOOP_LIMIT / per_tile).max(1)
 }
 
+/// The most elements per invocation the compact local kernels move between the buffers and the
+/// tile at a time, unrolled: all loads of a batch are issued before the first is used.
+const LOAD_BATCH: u32 = 16;
+
+/// The same on a CPU device, where LLVM's compile time grows with the unrolled batch while the
+/// sort's time does not (docs/LEVERS.md).
+const CPU_LOAD_BATCH: u32 = 4;
+
+/// Elements per invocation per batch of the compact local kernels' loads and stores (`BATCH`):
+/// the tile's share of each of `wg` invocations, at most [`LOAD_BATCH`] ([`CPU_LOAD_BATCH`] on a
+/// CPU device).
+pub fn load_batch(tile: u32, wg: u32, cpu: bool) -> u32 {
+    (tile / wg.max(1)).clamp(1, if cpu { CPU_LOAD_BATCH } else { LOAD_BATCH })
+}
+
 /// The largest tile the SMALL tile sort takes (`SMALL_MAX_LOG` in glsl/tile_sort.comp, which
 /// unrolls its stages up to it).
 pub const SMALL_MAX_TILE: u32 = 2048;

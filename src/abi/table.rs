@@ -130,6 +130,13 @@ pub const SPEC_CONSTANTS: &[(&str, &str, u32, &str)] = &[
     ("SHAPE_CHUNK7", "uint", 0, ""),
     ("BATCHED", "bool", 0, "workgroup row y sorts array y, of n elements from element y * n"),
     ("COUNTED", "bool", 0, "each array sorts min(count, n) elements, count read from binding 2"),
+    (
+        "BATCH",
+        "uint",
+        4,
+        "compact local kernels: elements per invocation moved between the buffers and the tile at a time (1..16, \
+         at most TILE / WG_SIZE)",
+    ),
 ];
 
 /// Ids of the specialization constants the host sets by name.
@@ -154,8 +161,10 @@ pub mod spec {
     pub const BATCHED: usize = 14;
     /// `COUNTED`.
     pub const COUNTED: usize = 15;
+    /// `BATCH`.
+    pub const BATCH: usize = 16;
     /// How many there are.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
 }
 
 /// The four kernels, one per kind of pass.

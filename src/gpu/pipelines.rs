@@ -12,7 +12,7 @@ use crate::device::DeviceLimits;
 use crate::error::{Error, Result};
 use crate::network::Pass;
 use crate::segment::Segment;
-use crate::tuning::{small_slots, small_tile_sort, BindingShape, Sizing, MAX_FUSED};
+use crate::tuning::{load_batch, small_slots, small_tile_sort, BindingShape, Sizing, MAX_FUSED};
 
 use super::shaders::{chain_module, copy_probe, dispatch_args_module, empty_probe, module, Embedded};
 
@@ -235,7 +235,9 @@ impl Kernels {
         match family {
             KernelFamily::Unrolled => Constants::new(&self.key, local_wg, chunk),
             KernelFamily::Compact => {
-                Constants::new(&self.key, local_wg.min(geometry.tile()), chunk.min(geometry.tile_log2))
+                let wg = local_wg.min(geometry.tile());
+                let batch = load_batch(geometry.tile(), wg, self.sizing.cpu);
+                Constants::new(&self.key, wg, chunk.min(geometry.tile_log2)).with(spec::BATCH, batch)
             }
         }
     }
