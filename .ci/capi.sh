@@ -4,9 +4,9 @@
 # warning an error, and so do the README's C lines; programs linked to libbitonic_vk.a run on the
 # default Vulkan device (lavapipe in CI) with the validation layer on, any error of it failing
 # them: a renderer's own device, buffers and command buffers (tests/c/renderer.c), host sorts of
-# every key type (host.c) and every error path (errors.c, with the test hook that panics). Then
-# the CMake example (examples/c) builds on libbitonic_vk.so and runs, and the sizes of both
-# libraries stripped are printed.
+# every key type (host.c) and every error path (errors.c, with the test hook that panics); the
+# timing program (bench.c) runs once, small. Then the CMake example (examples/c) builds on
+# libbitonic_vk.so and runs, and the sizes of both libraries stripped are printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The Vulkan headers and libvulkan.so for the C programs, CMake for the example.
@@ -20,7 +20,7 @@ cargo build --release --locked -p bitonic-vk-capi --features test-hooks
 # What a Rust static library needs besides libvulkan (`--print native-static-libs` lists them).
 link=(target/release/libbitonic_vk.a -lvulkan -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
 warnings=(-Wall -Wextra -Werror -pedantic)
-for program in renderer host errors; do
+for program in renderer host errors bench; do
   "${CC:-cc}" -std=c99 "${warnings[@]}" -O2 -Iinclude -DBVK_TEST_HOOKS -o "$out/$program" \
     "tests/c/$program.c" tests/c/util.c "${link[@]}"
 done
@@ -44,6 +44,9 @@ for program in cxx errors host renderer; do
   "$out/$program"
   echo "capi: $program passed in $(($(date +%s) - t)) s"
 done
+# The timing program of the C API against `bitonic-vk bench --time-from transfer` on a GPU; here
+# it only has to run and sort.
+"$out/bench" 4096 2
 
 # The libraries as shipped: without the test hook.
 cargo build --release --locked -p bitonic-vk-capi

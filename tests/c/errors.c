@@ -274,7 +274,7 @@ static void messages_panics_and_names(void) {
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0); /* in order with the library's and the layer's stderr */
   Gpu gpu;
-  gpu_open(&gpu);
+  gpu_open(&gpu, 1);
   enum { CAPACITY = 1000 };
   VkDeviceSize a = gpu.limits.minStorageBufferOffsetAlignment;
   VkDeviceSize size = align_up(CAPACITY * 4, a) + CAPACITY * 4;

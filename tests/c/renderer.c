@@ -279,7 +279,7 @@ static void tuned_tiles(const Gpu *gpu, BvkRecorder *plain, Layout layout) {
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0); /* in order with the library's and the layer's stderr */
   Gpu gpu;
-  gpu_open(&gpu);
+  gpu_open(&gpu, 1);
   BvkRecorderDesc desc = recorder_desc(&gpu);
   BvkRecorder *recorder = NULL;
   BVK_CHECK(bvk_create_recorder(&desc, &recorder));

@@ -28,7 +28,58 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
 
 int validation_errors(void) { return error_count; }
 
-void gpu_open(Gpu *gpu) {
+/* Whether the device offers an extension. */
+static int has_extension(VkPhysicalDevice physical, const char *name) {
+  uint32_t count = 0;
+  VK_CHECK(vkEnumerateDeviceExtensionProperties(physical, NULL, &count, NULL));
+  VkExtensionProperties *props = malloc((count ? count : 1) * sizeof *props);
+  CHECK(props != NULL, "out of memory");
+  VK_CHECK(vkEnumerateDeviceExtensionProperties(physical, NULL, &count, props));
+  int found = 0;
+  for (uint32_t i = 0; i < count && !found; i++) found = strcmp(props[i].extensionName, name) == 0;
+  free(props);
+  return found;
+}
+
+/* The device on `physical` with one queue of `family`, shaderInt16 and computeFullSubgroups where
+ * offered. */
+static void make_device(Gpu *gpu, VkPhysicalDevice physical, uint32_t family) {
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  VkPhysicalDeviceFeatures2 offered = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  int size_controlled = has_extension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (size_controlled) offered.pNext = &size_control;
+  vkGetPhysicalDeviceFeatures2(physical, &offered);
+  gpu->shader_int16 = offered.features.shaderInt16;
+  gpu->full_subgroups = size_controlled && size_control.computeFullSubgroups;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue.queueFamilyIndex = family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+  VkPhysicalDeviceFeatures features;
+  memset(&features, 0, sizeof features);
+  features.shaderInt16 = gpu->shader_int16;
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT enable = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  enable.computeFullSubgroups = VK_TRUE;
+  const char *extensions[] = {VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME};
+  VkDeviceCreateInfo device = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  device.queueCreateInfoCount = 1;
+  device.pQueueCreateInfos = &queue;
+  device.pEnabledFeatures = &features;
+  if (gpu->full_subgroups) {
+    device.pNext = &enable;
+    device.enabledExtensionCount = 1;
+    device.ppEnabledExtensionNames = extensions;
+  }
+  VK_CHECK(vkCreateDevice(physical, &device, NULL, &gpu->device));
+  gpu->physical = physical;
+  gpu->family = family;
+}
+
+void gpu_open(Gpu *gpu, int validation) {
   memset(gpu, 0, sizeof *gpu);
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.apiVersion = VK_API_VERSION_1_1;
@@ -46,17 +97,21 @@ void gpu_open(Gpu *gpu) {
   /* Chained to the instance too, so that instance creation and destruction are reported. */
   features.pNext = &messenger;
   VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  info.pNext = &features;
   info.pApplicationInfo = &app;
-  info.enabledLayerCount = 1;
-  info.ppEnabledLayerNames = layers;
-  info.enabledExtensionCount = 1;
-  info.ppEnabledExtensionNames = extensions;
+  if (validation) {
+    info.pNext = &features;
+    info.enabledLayerCount = 1;
+    info.ppEnabledLayerNames = layers;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = extensions;
+  }
   VK_CHECK(vkCreateInstance(&info, NULL, &gpu->instance));
-  PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
-      (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(gpu->instance, "vkCreateDebugUtilsMessengerEXT");
-  CHECK(create_messenger != NULL, "VK_EXT_debug_utils is missing");
-  VK_CHECK(create_messenger(gpu->instance, &messenger, NULL, &gpu->messenger));
+  if (validation) {
+    PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
+        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(gpu->instance, "vkCreateDebugUtilsMessengerEXT");
+    CHECK(create_messenger != NULL, "VK_EXT_debug_utils is missing");
+    VK_CHECK(create_messenger(gpu->instance, &messenger, NULL, &gpu->messenger));
+  }
 
   uint32_t count = 0;
   VK_CHECK(vkEnumeratePhysicalDevices(gpu->instance, &count, NULL));
@@ -72,17 +127,7 @@ void gpu_open(Gpu *gpu) {
     vkGetPhysicalDeviceQueueFamilyProperties(physicals[d], &families, props);
     for (uint32_t f = 0; f < families; f++) {
       if (!(props[f].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-      float priority = 1.0f;
-      VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-      queue.queueFamilyIndex = f;
-      queue.queueCount = 1;
-      queue.pQueuePriorities = &priority;
-      VkDeviceCreateInfo device = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-      device.queueCreateInfoCount = 1;
-      device.pQueueCreateInfos = &queue;
-      VK_CHECK(vkCreateDevice(physicals[d], &device, NULL, &gpu->device));
-      gpu->physical = physicals[d];
-      gpu->family = f;
+      make_device(gpu, physicals[d], f);
       gpu->timestamp_bits = props[f].timestampValidBits;
       break;
     }
@@ -93,14 +138,17 @@ void gpu_open(Gpu *gpu) {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(gpu->physical, &props);
   gpu->limits = props.limits;
-  fprintf(stderr, "testing on %s\n", props.deviceName);
+  fprintf(stderr, "testing on %s (shaderInt16 %s, full subgroups %s)\n", props.deviceName,
+          gpu->shader_int16 ? "on" : "off", gpu->full_subgroups ? "on" : "off");
 }
 
 void gpu_close(Gpu *gpu) {
   vkDestroyDevice(gpu->device, NULL);
-  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger =
-      (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(gpu->instance, "vkDestroyDebugUtilsMessengerEXT");
-  destroy_messenger(gpu->instance, gpu->messenger, NULL);
+  if (gpu->messenger != VK_NULL_HANDLE) {
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger =
+        (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(gpu->instance, "vkDestroyDebugUtilsMessengerEXT");
+    destroy_messenger(gpu->instance, gpu->messenger, NULL);
+  }
   vkDestroyInstance(gpu->instance, NULL);
   CHECK(error_count == 0, "the validation layer reported %d error(s) (above)", error_count);
 }
@@ -113,6 +161,8 @@ BvkRecorderDesc recorder_desc(const Gpu *gpu) {
   desc.instance = gpu->instance;
   desc.physical_device = gpu->physical;
   desc.device = gpu->device;
+  desc.shader_int16 = gpu->shader_int16;
+  desc.full_subgroups = gpu->full_subgroups;
   return desc;
 }
 

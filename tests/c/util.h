@@ -42,6 +42,9 @@ typedef struct Gpu {
   VkPhysicalDeviceMemoryProperties memory;
   VkPhysicalDeviceLimits limits;
   uint32_t timestamp_bits;
+  /* Features the device was made with, where offered: shaderInt16, and computeFullSubgroups of
+   * VK_EXT_subgroup_size_control (as the standalone sorter makes its device). */
+  VkBool32 shader_int16, full_subgroups;
 } Gpu;
 
 /* A buffer and its memory; `mapped` for host-visible ones. */
@@ -52,17 +55,18 @@ typedef struct Buffer {
   VkDeviceSize size;
 } Buffer;
 
-/* An instance with VK_LAYER_KHRONOS_validation (synchronization validation on) and a messenger
- * that prints warnings and errors and counts the errors, the first device with a compute queue,
- * and that queue. */
-void gpu_open(Gpu *gpu);
+/* An instance, with `validation` VK_LAYER_KHRONOS_validation (synchronization validation on) and a
+ * messenger that prints warnings and errors and counts the errors; the first device with a compute
+ * queue, with shaderInt16 and computeFullSubgroups where it offers them; and that queue. */
+void gpu_open(Gpu *gpu, int validation);
 /* Destroys the device (the layer then reports leaked objects), the messenger and the instance;
  * exits with 1 if the layer reported any error. */
 void gpu_close(Gpu *gpu);
 /* Error-severity validation messages so far. */
 int validation_errors(void);
 
-/* A recorder description of the renderer's handles, through the loader's vkGetInstanceProcAddr. */
+/* A recorder description of the renderer's handles and features, through the loader's
+ * vkGetInstanceProcAddr. */
 BvkRecorderDesc recorder_desc(const Gpu *gpu);
 
 /* A storage buffer usable as a copy source and destination (device memory). */
