@@ -11,7 +11,7 @@
  * Conventions
  *  - Every call that can fail returns a BvkResult: BVK_SUCCESS (0); a BVK_ERROR_* code (above 0);
  *    or the negative VkResult of a Vulkan call that failed. bvk_last_error_message copies what
- *    failed and what to change (per thread); nothing is printed.
+ *    failed and what to change (per thread).
  *  - Structs open with struct_size: set it to sizeof the struct (a later version that adds fields
  *    still takes the sizes of earlier ones). Zeroed fields take the defaults.
  *  - Enums are uint32_t values of the BVK_* constants; any other value is BVK_ERROR_BAD_ENUM.
