@@ -174,13 +174,15 @@ pub unsafe extern "C" fn bvk_create_recorder(
         if d.device == vk::Device::null() {
             return Err(Fail::null("desc->device"));
         }
-        let rust_desc = RecorderDesc {
-            max_bindings: if d.max_bindings == 0 { RecorderDesc::default().max_bindings } else { d.max_bindings },
-            pipeline_cache: d.pipeline_cache,
-            shader_int16: parse_bool(d.shader_int16, "desc->shader_int16")?,
-            full_subgroups: parse_bool(d.full_subgroups, "desc->full_subgroups")?,
-            tuning: tuning(&d.tuning, "desc->tuning")?,
-        };
+        // Field by field: a build of the workspace's tests gives RecorderDesc its test-hook fields.
+        let mut rust_desc = RecorderDesc::default();
+        if d.max_bindings != 0 {
+            rust_desc.max_bindings = d.max_bindings;
+        }
+        rust_desc.pipeline_cache = d.pipeline_cache;
+        rust_desc.shader_int16 = parse_bool(d.shader_int16, "desc->shader_int16")?;
+        rust_desc.full_subgroups = parse_bool(d.full_subgroups, "desc->full_subgroups")?;
+        rust_desc.tuning = tuning(&d.tuning, "desc->tuning")?;
         // SAFETY: the caller vouches for the loader's function, which stays valid as long as the
         // instance it serves.
         let entry = unsafe { ash::Entry::from_static_fn(ash::StaticFn { get_instance_proc_addr }) };
