@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages bitonic-vk needs to build and run on Debian or Ubuntu, saying what
-# it installs, and makes the system's shaderc linkable; does nothing that is already done.
+# it installs, and makes the system's shaderc linkable; does nothing that is already done. Packages
+# named as arguments are installed too (.ci/capi.sh's).
 #   libvulkan1               the Vulkan loader
 #   mesa-vulkan-drivers      lavapipe, the CPU Vulkan driver used where there is no GPU
 #   vulkan-validationlayers  the Khronos validation layer (the tests turn it on)
@@ -11,7 +12,7 @@
 # shaderc from source (minutes; needs cmake, ninja-build, python3, g++ and git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers libshaderc-dev glslang-dev spirv-tools)
+packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers libshaderc-dev glslang-dev spirv-tools "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
