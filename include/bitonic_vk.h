@@ -122,6 +122,13 @@
 // `BvkTuning::merge_workgroups`: one tile per workgroup always, never looping over tiles.
 #define BVK_ONE_TILE_PER_WORKGROUP UINT32_MAX
 
+// `BvkTuning::kernels`: the build a CPU device takes by default, one network per chunk in rolled
+// loops.
+#define BVK_KERNELS_COMPACT 1
+
+// `BvkTuning::kernels`: the build a GPU takes by default, every chunk size inlined.
+#define BVK_KERNELS_UNROLLED 2
+
 // A bound set of regions (made by `bvk_bind`); it lives as long as its recorder.
 typedef struct BvkBinding BvkBinding;
 
@@ -162,6 +169,9 @@ typedef struct BvkTuning {
   // Tiles of u32 pairs holding 16-bit origins (needs `shaderInt16`): `BVK_KNOB_AUTO` (0),
   // `_OFF` or `_ON`.
   uint32_t tile_origins;
+  // The build of the local and global kernels: 0 for the device's default,
+  // `BVK_KERNELS_COMPACT` or `BVK_KERNELS_UNROLLED`.
+  uint32_t kernels;
 } BvkTuning;
 
 // How to make a recorder. Zero it, set `struct_size` and the handles, and the rest as you use it.

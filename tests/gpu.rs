@@ -34,8 +34,11 @@ use rand::{Rng, SeedableRng};
 const KINDS: [KeyKind; 6] = KeyKind::ALL;
 const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
 
+/// A sorter of `desc`, on the kernels `BITONIC_VK_TEST_KERNELS` asks for where `desc` picks none.
 fn new_sorter(desc: &SorterDesc) -> Sorter {
-    Sorter::new(context(), desc).unwrap_or_else(|e| panic!("creating the sorter {desc:?}: {e}"))
+    let mut desc = desc.clone();
+    desc.tuning.kernels = desc.tuning.kernels.or_else(kernels_from_env);
+    Sorter::new(context(), &desc).unwrap_or_else(|e| panic!("creating the sorter {desc:?}: {e}"))
 }
 
 /// The shared sorter with default options, one test at a time.

@@ -18,7 +18,7 @@ mod tuning;
 pub use recorder::*;
 pub use sorter::*;
 pub use status::*;
-pub use tuning::{BvkTuning, BVK_ONE_TILE_PER_WORKGROUP};
+pub use tuning::{BvkTuning, BVK_KERNELS_COMPACT, BVK_KERNELS_UNROLLED, BVK_ONE_TILE_PER_WORKGROUP};
 
 // The Vulkan types of the header by their C names, which <vulkan/vulkan.h> declares (cbindgen
 // leaves these aliases out).

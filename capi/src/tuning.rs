@@ -1,12 +1,18 @@
 //! `BvkTuning`: `Tuning`'s knobs as C fields, zero for each default. The library checks their
 //! ranges (`BVK_ERROR_INVALID_OPTION` naming the knob); this file only maps the encoding.
 
-use bvk::Tuning;
+use bvk::{KernelFamily, Tuning};
 
 use crate::status::{Fail, BVK_KNOB_AUTO, BVK_KNOB_OFF, BVK_KNOB_ON};
 
 /// `BvkTuning::merge_workgroups`: one tile per workgroup always, never looping over tiles.
 pub const BVK_ONE_TILE_PER_WORKGROUP: u32 = u32::MAX;
+
+/// `BvkTuning::kernels`: the build a CPU device takes by default, one network per chunk in rolled
+/// loops.
+pub const BVK_KERNELS_COMPACT: u32 = 1;
+/// `BvkTuning::kernels`: the build a GPU takes by default, every chunk size inlined.
+pub const BVK_KERNELS_UNROLLED: u32 = 2;
 
 /// The knobs of the sort (README, "The command-line tool", names each); zero takes each default,
 /// which is where it measured fastest. The recorder's and the sorter's descs carry one.
@@ -37,6 +43,9 @@ pub struct BvkTuning {
     /// Tiles of u32 pairs holding 16-bit origins (needs `shaderInt16`): `BVK_KNOB_AUTO` (0),
     /// `_OFF` or `_ON`.
     pub tile_origins: u32,
+    /// The build of the local and global kernels: 0 for the device's default,
+    /// `BVK_KERNELS_COMPACT` or `BVK_KERNELS_UNROLLED`.
+    pub kernels: u32,
 }
 
 /// The library's tuning for the caller's knobs.
@@ -63,5 +72,17 @@ pub(crate) fn tuning(t: &BvkTuning, what: &str) -> Result<Tuning, Fail> {
     tuning.segment_run_long = number(t.segment_run_long);
     tuning.shaped_segments = switch(t.shaped_segments, "shaped_segments")?;
     tuning.tile_origins = switch(t.tile_origins, "tile_origins")?;
+    tuning.kernels = match t.kernels {
+        0 => None,
+        BVK_KERNELS_COMPACT => Some(KernelFamily::Compact),
+        BVK_KERNELS_UNROLLED => Some(KernelFamily::Unrolled),
+        v => {
+            return Err(Fail::bad_enum(
+                &format!("{what}.kernels"),
+                v,
+                "0, BVK_KERNELS_COMPACT or BVK_KERNELS_UNROLLED (0 to 2)",
+            ))
+        }
+    };
     Ok(tuning)
 }

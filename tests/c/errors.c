@@ -201,6 +201,9 @@ static void host_sorts(void) {
   d.tuning.tile_origins = 9;
   EXPECT(BVK_ERROR_BAD_ENUM, bvk_create_sorter(&d, &s));
   d.tuning.tile_origins = BVK_KNOB_AUTO;
+  d.tuning.kernels = 3;
+  EXPECT(BVK_ERROR_BAD_ENUM, bvk_create_sorter(&d, &s));
+  d.tuning.kernels = 0;
   d.tuning.max_fused_substages = 7;
   EXPECT(BVK_ERROR_INVALID_OPTION, bvk_create_sorter(&d, &s));
   d.tuning.max_fused_substages = 0;

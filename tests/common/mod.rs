@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
-use bitonic_vk::{Context, ContextDesc, DeviceType, Order, RecorderDesc, SorterDesc};
+use bitonic_vk::{Context, ContextDesc, DeviceType, KernelFamily, Order, RecorderDesc, SorterDesc};
 
 /// A sorter description: the defaults, then `set`.
 pub fn sorter_desc(set: impl FnOnce(&mut SorterDesc)) -> SorterDesc {
@@ -41,6 +41,21 @@ pub fn context() -> &'static Context {
 /// Whether the shared context's device is a CPU implementation (lavapipe).
 pub fn on_cpu() -> bool {
     context().device_info().device_type == DeviceType::Cpu
+}
+
+/// The environment variable that picks the kernels of the sorters `tests/gpu.rs` makes where a
+/// test sets none: `compact` or `unrolled`; unset, the device's default. CI runs the core sorts
+/// of both builds on lavapipe, whose default is the compact one.
+pub const KERNELS_ENV: &str = "BITONIC_VK_TEST_KERNELS";
+
+/// The kernels [`KERNELS_ENV`] asks for.
+pub fn kernels_from_env() -> Option<KernelFamily> {
+    match std::env::var(KERNELS_ENV).ok().as_deref().map(str::trim) {
+        Some("compact") => Some(KernelFamily::Compact),
+        Some("unrolled") => Some(KernelFamily::Unrolled),
+        Some(other) if !other.is_empty() => panic!("{KERNELS_ENV}={other:?}: expected compact or unrolled"),
+        _ => None,
+    }
 }
 
 /// The environment variable that scales the GPU tests up: `full` (or `1`) runs the sizes and cases
