@@ -34,7 +34,10 @@
 //!   to six substages with strides of a tile or more straight on the buffers, fused in registers,
 //!   `local_merge` finishes the strides below a tile, and `segment_merge` runs a stage boundary's
 //!   substages on cosets of a tile's size. The tile is the largest power of two that fits
-//!   `maxComputeSharedMemorySize` (smaller for small sorts), a specialization constant.
+//!   `maxComputeSharedMemorySize` (smaller for small sorts), a specialization constant. Each comes
+//!   in two builds (`KernelFamily`): compact, one network per chunk in rolled loops (the default
+//!   on CPU devices), and unrolled, every chunk size inlined (`glsl/unrolled/`, the default on
+//!   GPUs, where it still sorts faster).
 //! - **One command buffer** per sort: every pass with a compute-to-compute barrier between
 //!   consecutive passes. A CPU model replays the recorded commands element by element and checks
 //!   that every pass reading an earlier write sits behind a barrier, since lavapipe and the

@@ -192,7 +192,7 @@ const LOCAL_WG_DIVISOR: u32 = 4;
 const CPU_LOCAL_WG: u32 = 32;
 
 /// The most elements of a tile one invocation of an origins build holds the values of
-/// (`LOAD_SLOTS` in glsl/local.glsl).
+/// (`LOAD_SLOTS` in glsl/unrolled/local.glsl).
 const ORIGINS_SLOTS: u32 = 16;
 
 fn prev_power_of_two(x: u32) -> u32 {
@@ -466,8 +466,8 @@ pub fn load_batch(tile: u32, wg: u32, cpu: bool) -> u32 {
     (tile / wg.max(1)).clamp(1, if cpu { CPU_LOAD_BATCH } else { LOAD_BATCH })
 }
 
-/// The largest tile the SMALL tile sort takes (`SMALL_MAX_LOG` in glsl/tile_sort.comp, which
-/// unrolls its stages up to it).
+/// The largest tile the SMALL tile sort takes (`SMALL_MAX_LOG` in glsl/unrolled/tile_sort.comp,
+/// which unrolls its stages up to it).
 pub const SMALL_MAX_TILE: u32 = 2048;
 /// Tiles above 1024 take the SMALL tile sort only in kernels whose local chunks run at most this
 /// many substages (small sorts, and 4-byte keys alone in segment tiles of 2048).

@@ -92,8 +92,9 @@ pub struct Trace {
     pub steps: Vec<Step>,
 }
 
-/// `slot_index` of glsl/fused.glsl: the element of slot s of group g, for m substages of smallest
-/// stride `low`; with `flip`, the slots with the top bit set are the mirrors of the others.
+/// `slot_index` of glsl/unrolled/fused.glsl (`slot_element` of glsl/global_merge.comp): the
+/// element of slot s of group g, for m substages of smallest stride `low`; with `flip`, the slots
+/// with the top bit set are the mirrors of the others.
 fn slot_index(g: u32, s: u32, low: u32, m: u32, flip: bool) -> u32 {
     let half = 1 << (m - 1);
     let top = low << (m - 1);
