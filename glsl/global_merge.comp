@@ -14,17 +14,8 @@
 // slots whose top bit is set hold the mirrors, in the block of 2 inc, of the others.
 const uint GROUP = 1u << FUSED;
 const uint HALF_GROUP = GROUP >> 1u;
-KEY r_key[64];
-VALUES(uint r_value[64];)
-
-void exchange(uint a, uint b) {
-    KEY x = r_key[a];
-    KEY y = r_key[b];
-    bool swap = key_greater(x, y);
-    r_key[a] = swap ? y : x;
-    r_key[b] = swap ? x : y;
-    VALUES(uint v = r_value[a]; uint w = r_value[b]; r_value[a] = swap ? w : v; r_value[b] = swap ? v : w;)
-}
+const uint REGS = 64u;
+#include "slots.glsl"
 
 uint slot_element(uint g, uint s, uint low, bool flip) {
     uint i = (((g & ~(low - 1u)) << FUSED) | (g & (low - 1u))) + (s & (HALF_GROUP - 1u)) * low;

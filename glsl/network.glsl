@@ -26,20 +26,7 @@ const uint RS = C < 4u ? C : 4u;
 const uint RSIZE = 1u << RS;
 // Register slots: a chunk group (at most 32), a batch of loads (at most 16), a window's groups.
 const uint REGS = 32u;
-
-KEY r_key[REGS];
-VALUES(uint r_value[REGS];)
-
-// Compare-exchange of register slots a and b: the smaller image to a, which holds the lower
-// element. Equal images stay put, so a virtual element's KEY_MAX never moves below a real key.
-void exchange(uint a, uint b) {
-    KEY x = r_key[a];
-    KEY y = r_key[b];
-    bool swap = key_greater(x, y);
-    r_key[a] = swap ? y : x;
-    r_key[b] = swap ? x : y;
-    VALUES(uint v = r_value[a]; uint w = r_value[b]; r_value[a] = swap ? w : v; r_value[b] = swap ? v : w;)
-}
+#include "slots.glsl"
 
 // Substage t (1..C-1) of a chunk: a half-cleaner on slot bit C-1-t, the upper half reversed.
 void half_cleaner(uint t) {

@@ -22,8 +22,8 @@ const uint BITS = 2u;
 #endif
 const uint SLOTS = 1u << BITS;
 
-KEY r_key[SLOTS];
-VALUES(uint r_value[SLOTS];)
+const uint REGS = SLOTS;
+#include "slots.glsl"
 shared KEY s_keys[TILE];
 VALUES(shared uint s_values[TILE];)
 
@@ -38,16 +38,6 @@ void take(uint r, KEY o, uint ov, bool keep_min) {
     bool swap = keep_min ? key_greater(k, o) : key_greater(o, k);
     r_key[r] = swap ? o : k;
     VALUES(r_value[r] = swap ? ov : r_value[r];)
-}
-
-// Register slots a and b: the smaller image to a.
-void exchange(uint a, uint b) {
-    KEY x = r_key[a];
-    KEY y = r_key[b];
-    bool swap = key_greater(x, y);
-    r_key[a] = swap ? y : x;
-    r_key[b] = swap ? x : y;
-    VALUES(uint v = r_value[a]; uint w = r_value[b]; r_value[a] = swap ? w : v; r_value[b] = swap ? v : w;)
 }
 
 // Stages 1..BITS: the sort of each invocation's slots.

@@ -1,5 +1,6 @@
 //! Key types and their order images: each key maps to an unsigned integer of its width whose
-//! order is the key order. This is the CPU twin of `to_image`/`from_image` in `glsl/keys.glsl` (and `glsl/unrolled/common.glsl`).
+//! order is the key order. This is the CPU twin of `to_image`/`from_image` in `glsl/keys.glsl`
+//! (and `glsl/unrolled/common.glsl`).
 
 pub use crate::abi::KeyWidth;
 use crate::abi::{FLAG_DESCENDING, KEY_F32, KEY_I32, KEY_U32};

@@ -263,7 +263,7 @@ pub enum Form {
 /// The two builds of the local and global kernels: each kernel's module of the unrolled family
 /// holds every chunk size and variant inlined as literals; the compact family runs one network per
 /// chunk in rolled loops, its sizes from the specialization constants (glsl/, beside the unrolled
-/// family's glsl/unrolled/). The tile sort's subgroup form (`Form::Small`) is one module for both.
+/// family's glsl/unrolled/).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KernelFamily {
     /// glsl/unrolled/.

@@ -431,8 +431,8 @@ mod tests {
 
     #[test]
     fn power_of_two_sorts_have_only_real_elements_in_their_cosets() {
-        // glsl/unrolled/segment_merge.comp drops its bounds test where n is a power of two (all_real):
-        // there the cosets of each segment pass's workgroups cover 0..n exactly once.
+        // glsl/unrolled/segment_merge.comp drops its bounds test where n is a power of two
+        // (all_real): there the cosets of each segment pass's workgroups cover 0..n exactly once.
         for (log2, t) in [(16u32, 11u32), (20, 13), (12, 8), (9, 4), (14, 12), (17, 8)] {
             let n = 1u32 << log2;
             let plan = Plan::segmented(n, Geometry { tile_log2: t, global_wg: 256, fused: 5 }, 0).expect("valid");

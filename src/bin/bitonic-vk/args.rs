@@ -111,13 +111,6 @@ impl KernelsArg {
             KernelsArg::Unrolled => KernelFamily::Unrolled,
         }
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelsArg::Compact => "compact",
-            KernelsArg::Unrolled => "unrolled",
-        }
-    }
 }
 
 impl TuningArgs {

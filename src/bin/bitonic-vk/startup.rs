@@ -166,8 +166,8 @@ fn child(
 ) -> Result<Run, Failure> {
     let mut command = Command::new(exe);
     command.args(["startup", "--one", case, "--cache-dir"]).arg(dir);
-    if let Some(kernels) = args.kernels {
-        command.args(["--kernels", kernels.name()]);
+    if let Some(kernels) = args.kernels.and_then(|k| k.to_possible_value()) {
+        command.arg("--kernels").arg(kernels.get_name());
     }
     if let Some(device) = &gpu.device {
         command.args(["--device", device]);
