@@ -67,7 +67,11 @@ void run_chunk(uint kind, uint k, uint a, uint m) {
         uint addr[32];
         addr[0] = swizzle(rep);
         [[unroll]] for (uint s = 1u; s < CS; s++) {
-            addr[s] = addr[s & (s - 1u)] ^ sv[findLSB(s)];
+            // The index of s's lowest bit by comparisons spirv-opt folds (it leaves findLSB, and
+            // sv indexed at run time would go to memory).
+            uint low_bit = s & (0u - s);
+            uint b = low_bit == 1u ? 0u : (low_bit == 2u ? 1u : (low_bit == 4u ? 2u : (low_bit == 8u ? 3u : 4u)));
+            addr[s] = addr[s & (s - 1u)] ^ sv[b];
         }
         [[unroll]] for (uint s = 0u; s < CS; s++) {
             r_key[s] = s_keys[addr[s]];

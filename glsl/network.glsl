@@ -43,12 +43,21 @@ void half_cleaner(uint t) {
     }
 }
 
-// The substages first..last that are half-cleaners, each written once in the module.
+// The substages first..last that are half-cleaners, each written once in the module. Not a loop:
+// spirv-opt leaves an unrolled loop rolled when its body holds a guarded loop, and the slots,
+// indexed at run time, would go to memory.
 void half_cleaners(uint first, uint last) {
-    [[unroll]] for (uint t = 1u; t < 5u; t++) {
-        if (t < C && t >= first && t <= last) {
-            half_cleaner(t);
-        }
+    if (C > 1u && first <= 1u && 1u <= last) {
+        half_cleaner(1u);
+    }
+    if (C > 2u && first <= 2u && 2u <= last) {
+        half_cleaner(2u);
+    }
+    if (C > 3u && first <= 3u && 3u <= last) {
+        half_cleaner(3u);
+    }
+    if (C > 4u && first <= 4u && 4u <= last) {
+        half_cleaner(4u);
     }
 }
 
@@ -59,22 +68,55 @@ const uint OP_FLIP = 0u;
 const uint OP_MIRROR = 1u;
 const uint OP_NONE = 2u;
 
+// The mirror-bit substage of a flip: slot s against s + TOP, which holds its mirror.
+void flip_substage() {
+    [[unroll]] for (uint s = 0u; s < TOP; s++) {
+        exchange(s, s | TOP);
+    }
+}
+
 // One chunk's network: half-cleaners 1..a (the end of a stage), substage 0 as `op`, then
-// half-cleaners lo..hi. Every argument is the same across the workgroup.
+// half-cleaners lo..hi. Every argument is the same across the workgroup. Written out for each tail
+// a flip chunk may have, so that each chunk runs straight-line code with no branch between its
+// substages, which the GPU runs faster than one copy behind branches (docs/LEVERS.md).
 void network(uint op, uint a, uint lo, uint hi) {
-    // Rolled: one copy of each half-cleaner serves both phases.
-    [[dont_unroll]] for (uint phase = 0u; phase < 3u; phase++) {
-        if (phase != 1u) {
-            half_cleaners(phase == 0u ? 1u : lo, phase == 0u ? a : hi);
-        } else if (op == OP_FLIP) {
-            [[unroll]] for (uint s = 0u; s < TOP; s++) {
-                exchange(s, s | TOP);
-            }
-        } else if (op == OP_MIRROR) {
-            [[unroll]] for (uint s = 0u; s < TOP; s++) {
-                exchange(s, s ^ (CS - 1u));
-            }
+    if (op == OP_FLIP) {
+        // A tail leaves the chunk full (hi = C-1); only a flip chunk without one may be shorter.
+        if (a == 0u) {
+            flip_substage();
+            half_cleaners(1u, hi);
+        } else if (a == 1u) {
+            half_cleaners(1u, 1u);
+            flip_substage();
+            half_cleaners(2u, C - 1u);
+        } else if (a == 2u) {
+            half_cleaners(1u, 2u);
+            flip_substage();
+            half_cleaners(3u, C - 1u);
+        } else if (a == 3u) {
+            half_cleaners(1u, 3u);
+            flip_substage();
+            half_cleaners(4u, C - 1u);
+        } else {
+            half_cleaners(1u, 4u);
+            flip_substage();
         }
+        return;
+    }
+    if (op == OP_MIRROR) {
+        [[unroll]] for (uint s = 0u; s < TOP; s++) {
+            exchange(s, s ^ (CS - 1u));
+        }
+    }
+    // Half-cleaners lo..C-1 (hi is C-1 here).
+    if (lo <= 1u) {
+        half_cleaners(1u, C - 1u);
+    } else if (lo == 2u) {
+        half_cleaners(2u, C - 1u);
+    } else if (lo == 3u) {
+        half_cleaners(3u, C - 1u);
+    } else {
+        half_cleaners(4u, C - 1u);
     }
 }
 

@@ -23,13 +23,28 @@ uint swizzle(uint i) {
 
 uint local_element(uint i);
 
-// local_element(r * WG_SIZE) for each slot of a batch, once per invocation.
+// local_element(r * WG_SIZE) for each slot of a batch; this invocation's local_element(lid); the
+// OR of the tile's vectors, so that every element of a tile is at most its element 0 OR span_bits.
+// Set once per invocation.
 uint slot_elements[16];
+uint lid_offset;
+uint span_bits;
 
 void set_slot_elements() {
     [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         slot_elements[r] = local_element(r * WG_SIZE);
     }
+    lid_offset = local_element(gl_LocalInvocationID.x);
+    span_bits = 0u;
+    [[dont_unroll]] for (uint b = 1u; b < TILE; b <<= 1u) {
+        span_bits |= local_element(b);
+    }
+}
+
+// Whether every element of the tile holding lid_element is real, the same across the workgroup:
+// then its batches move without a bound test per element.
+bool tile_whole(uint lid_element) {
+    return ((lid_element ^ lid_offset) | span_bits) < N;
 }
 
 // Local indices i0 + r * WG_SIZE + lid (r < LOADS) into slots 0..LOADS-1, every load issued before
@@ -38,6 +53,15 @@ void load_batch(uint lid_element, uint i0) {
     bool map = (pc.flags & FLAG_TO_IMAGE_ON_LOAD) != 0u;
     uint first = batch_base();
     uint e0 = lid_element ^ local_element(i0);
+    if (tile_whole(lid_element)) {
+        [[unroll]] for (uint r = 0u; r < LOADS; r++) {
+            uint e = e0 ^ slot_elements[r];
+            KEY k = keys[first + e];
+            r_key[r] = map ? to_image(k) : k;
+            VALUES(r_value[r] = values[first + e];)
+        }
+        return;
+    }
     [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         uint e = e0 ^ slot_elements[r];
         r_key[r] = KEY_MAX;
@@ -55,6 +79,14 @@ void store_batch(uint lid_element, uint i0) {
     bool map = stores_keys();
     uint first = batch_base();
     uint e0 = lid_element ^ local_element(i0);
+    if (tile_whole(lid_element)) {
+        [[unroll]] for (uint r = 0u; r < LOADS; r++) {
+            uint e = e0 ^ slot_elements[r];
+            keys[first + e] = map ? from_image(r_key[r]) : r_key[r];
+            VALUES(values[first + e] = r_value[r];)
+        }
+        return;
+    }
     [[unroll]] for (uint r = 0u; r < LOADS; r++) {
         uint e = e0 ^ slot_elements[r];
         if (e < N) {
