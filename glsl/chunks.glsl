@@ -13,7 +13,8 @@
 const uint CHUNK_FLIP = 0u;
 const uint CHUNK_HALF = 1u;
 
-void run_chunk(uint kind, uint k, uint a, uint m) {
+// The groups of one chunk that this invocation runs.
+void chunk_groups(uint kind, uint k, uint a, uint m) {
     // v[b]: the element bits slot bit b stands for. The group index fills the free element bits,
     // [l0, l1) and [h, log2 TILE), the lowest of them taken by the idle slot bits.
     uint v[5];
@@ -82,6 +83,14 @@ void run_chunk(uint kind, uint k, uint a, uint m) {
             s_keys[addr[s]] = r_key[s];
             VALUES(s_values[addr[s]] = r_value[s];)
         }
+    }
+}
+
+void run_chunk(uint kind, uint k, uint a, uint m) {
+    // Invocations without a group (a chunk has TILE >> C groups, fewer than WG_SIZE where a batch
+    // is under 2^C slots) skip the chunk's set-up as well.
+    if (gl_LocalInvocationID.x < (TILE >> C)) {
+        chunk_groups(kind, k, a, m);
     }
     barrier();
 }
