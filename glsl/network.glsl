@@ -1,16 +1,16 @@
 // network.glsl: the register side of the local kernels: their sizes, the register slots, the
-// compare-exchange, the one network every chunk runs, and the register stages of the tile sort.
+// compare-exchange, the network every chunk runs, and the register stages of the tile sort.
 // Defines read: CHUNK and SLOTS (a module built for one chunk size and one batch of elements per
 // invocation), else the sizes come from the specialization constants FUSED and BATCH and the
 // driver unrolls the loops over them.
 //
 // A chunk runs C consecutive substages of the network on groups of 2^C elements, one group per
 // invocation at a time, in registers. Slot s of a group holds element rep ^ (the XOR of v[b] for
-// each bit b of s): the chunk's vectors v are runtime values, so every kind of chunk runs the same
-// code. Substage t acts on slot bit C-1-t. Slot bit C-1 is the mirror bit: the upper half of the
-// slots holds its elements with every chunk bit below complemented (a flip's mirror does that by
-// itself, other chunks XOR the complement into v[C-1]), so every half-cleaner runs the upper half
-// in decreasing slot order and one copy of each substage serves every chunk.
+// each bit b of s): the chunk's vectors v are runtime values, so chunks differ only in which
+// substages they run. Substage t acts on slot bit C-1-t. Slot bit C-1 is the mirror bit: the upper
+// half of the slots holds its elements with every chunk bit below complemented (a flip's mirror
+// does that by itself, other chunks XOR the complement into v[C-1]), so every half-cleaner runs
+// the upper half in decreasing slot order, the same code in every chunk.
 #ifdef CHUNK
 const uint C = uint(CHUNK);
 const uint LOADS = uint(SLOTS);
