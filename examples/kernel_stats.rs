@@ -38,8 +38,8 @@ struct Args {
     #[arg(long, default_value_t = 1 << 20)]
     n: u32,
     /// The build of the kernels: compact or unrolled (default: the sorter's for the device).
-    #[arg(long)]
-    kernels: Option<String>,
+    #[arg(long, value_name = "compact|unrolled")]
+    kernels: Option<KernelFamily>,
 }
 
 fn main() -> Result<()> {
@@ -49,12 +49,7 @@ fn main() -> Result<()> {
     tuning.max_fused_substages = args.max_fused;
     tuning.local_workgroup_size = args.local_wg;
     tuning.local_chunk_substages = args.local_chunk;
-    tuning.kernels = match args.kernels.as_deref() {
-        None => None,
-        Some("compact") => Some(KernelFamily::Compact),
-        Some("unrolled") => Some(KernelFamily::Unrolled),
-        Some(other) => bail!("--kernels {other}: compact or unrolled"),
-    };
+    tuning.kernels = args.kernels;
     // SAFETY: loads the system's Vulkan loader; `entry` outlives every object made from it.
     let entry = unsafe { ash::Entry::load() }.context("no Vulkan loader")?;
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);

@@ -647,8 +647,8 @@ impl Sizing {
     }
 
     /// The one place that picks the build of a binding's kernels: the knob's, else the compact
-    /// kernels on a CPU device and the unrolled ones on a GPU, where the compact ones have not yet
-    /// been timed against them; tiles of origins have unrolled kernels alone.
+    /// kernels on a CPU device and the unrolled ones on a GPU, where the compact ones still sort
+    /// slower (docs/LEVERS.md); tiles of origins have unrolled kernels alone.
     pub fn family(&self, payload: Payload) -> KernelFamily {
         match (payload, self.tuning.kernels) {
             (Payload::PairsOrigins, _) => KernelFamily::Unrolled,

@@ -273,6 +273,19 @@ pub enum KernelFamily {
     Compact,
 }
 
+impl std::str::FromStr for KernelFamily {
+    type Err = String;
+
+    /// `compact` or `unrolled`, as the command line and the test environment spell them.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "compact" => Ok(KernelFamily::Compact),
+            "unrolled" => Ok(KernelFamily::Unrolled),
+            other => Err(format!("`{other}`: expected compact or unrolled")),
+        }
+    }
+}
+
 /// One SPIR-V module: which kernel, for which keys and payload, in which form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleKey {

@@ -50,12 +50,9 @@ pub const KERNELS_ENV: &str = "BITONIC_VK_TEST_KERNELS";
 
 /// The kernels [`KERNELS_ENV`] asks for.
 pub fn kernels_from_env() -> Option<KernelFamily> {
-    match std::env::var(KERNELS_ENV).ok().as_deref().map(str::trim) {
-        Some("compact") => Some(KernelFamily::Compact),
-        Some("unrolled") => Some(KernelFamily::Unrolled),
-        Some(other) if !other.is_empty() => panic!("{KERNELS_ENV}={other:?}: expected compact or unrolled"),
-        _ => None,
-    }
+    let value = std::env::var(KERNELS_ENV).ok()?;
+    let value = value.trim();
+    (!value.is_empty()).then(|| value.parse().unwrap_or_else(|e| panic!("{KERNELS_ENV}={e}")))
 }
 
 /// The environment variable that scales the GPU tests up: `full` (or `1`) runs the sizes and cases
